@@ -1,0 +1,257 @@
+//! Decoding: from the bytes of one message, in whatever state an archive left it, to its
+//! headers and its body text.
+//!
+//! Three shapes arrive: RFC 822 mail (MIME, quoted-printable, base64, charsets: handled by
+//! `mail-parser`), web archive pages (HTML tags and entities, navigation text around the
+//! message, headers printed as text), and bare text (a body pasted without headers). Report
+//! structure is not looked at here.
+
+use chrono::{DateTime, FixedOffset, Utc};
+use mail_parser::MessageParser;
+use std::borrow::Cow;
+
+/// The parts of a message the report parser reads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Document {
+    pub subject: Option<String>,
+    pub date: Option<DateTime<Utc>>,
+    /// With angle brackets.
+    pub message_id: Option<String>,
+    pub body: String,
+}
+
+/// Decodes one message.
+pub fn decode(bytes: &[u8]) -> Document {
+    if looks_like_rfc822(bytes) {
+        if let Some(doc) = decode_mail(bytes) {
+            return doc;
+        }
+    }
+    let text = decode_text(bytes);
+    let text = if looks_like_html(&text) { Cow::Owned(html_to_text(&text)) } else { text };
+    let mut doc = Document { body: text.into_owned(), ..Document::default() };
+    read_pseudo_headers(&mut doc);
+    doc
+}
+
+/// A mail starts with a block of `Name: value` header fields. Web pages and pasted bodies do
+/// not; requiring a well-known field keeps a body that opens with `testcase: x` out.
+fn looks_like_rfc822(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(64 * 1024)];
+    let text = String::from_utf8_lossy(head);
+    let mut fields = 0;
+    let mut known = false;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            break;
+        }
+        if line.starts_with([' ', '\t']) {
+            continue;
+        }
+        let Some((name, _)) = line.split_once(':') else { return false };
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            return false;
+        }
+        fields += 1;
+        known |= matches!(
+            name.to_ascii_lowercase().as_str(),
+            "from" | "date" | "subject" | "message-id" | "received" | "return-path" | "mime-version" | "to" | "delivered-to" | "received-spf"
+        );
+    }
+    fields >= 2 && known
+}
+
+fn decode_mail(bytes: &[u8]) -> Option<Document> {
+    let message = MessageParser::default().parse(bytes)?;
+    let mut body = String::new();
+    for i in 0..message.text_body_count() {
+        if let Some(text) = message.body_text(i) {
+            if !body.is_empty() {
+                body.push('\n');
+            }
+            body.push_str(&text);
+        }
+    }
+    if body.is_empty() {
+        // A body without a usable text part (broken MIME): read what is there as text rather
+        // than lose it.
+        let start = memchr::memmem::find(bytes, b"\n\n").map_or(0, |p| p + 2);
+        body = decode_text(&bytes[start..]).into_owned();
+    }
+    let date = message.date().and_then(|d| DateTime::<Utc>::from_timestamp(d.to_timestamp(), 0));
+    Some(Document {
+        subject: message.subject().map(collapse_whitespace),
+        date,
+        message_id: message.message_id().map(|id| format!("<{id}>")),
+        body,
+    })
+}
+
+/// Text of unknown encoding: UTF-8 when it is valid, else Windows-1252 (a superset of
+/// ISO-8859-1, where the byte 0xB1 is `±`).
+pub fn decode_text(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => encoding_rs::WINDOWS_1252.decode_without_bom_handling(bytes).0,
+    }
+}
+
+fn looks_like_html(text: &str) -> bool {
+    let head = &text.as_bytes()[..text.len().min(8192)];
+    ["<html", "<!doctype html", "<pre", "<body", "<div", "<table"]
+        .iter()
+        .any(|tag| head.windows(tag.len()).any(|w| w.eq_ignore_ascii_case(tag.as_bytes())))
+}
+
+/// Strips tags (keeping line structure: block tags and `<br>` end lines), drops `<script>`
+/// and `<style>` content, and decodes entities.
+pub fn html_to_text(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(lt) = rest.find('<') {
+        out.push_str(&decode_entities(&rest[..lt]));
+        let after = &rest[lt..];
+        let Some(gt) = after.find('>') else {
+            out.push_str(&decode_entities(after));
+            rest = "";
+            break;
+        };
+        let tag = after[1..gt].trim_start_matches('/').to_ascii_lowercase();
+        let name: String = tag.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '!').collect();
+        rest = &after[gt + 1..];
+        if name == "script" || name == "style" {
+            let close = format!("</{name}");
+            let end = rest.to_ascii_lowercase().find(&close).unwrap_or(rest.len());
+            rest = &rest[end..];
+            if let Some(gt) = rest.find('>') {
+                rest = &rest[gt + 1..];
+            }
+        } else if matches!(name.as_str(), "br" | "p" | "div" | "tr" | "li" | "pre" | "h1" | "h2" | "h3" | "table" | "hr") {
+            out.push('\n');
+        }
+    }
+    out.push_str(&decode_entities(rest));
+    out
+}
+
+fn decode_entities(text: &str) -> Cow<'_, str> {
+    if !text.contains('&') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(amp) = rest.find('&') {
+        out.push_str(&rest[..amp]);
+        let after = &rest[amp + 1..];
+        let end = after.find(';').filter(|&e| e <= 10);
+        let decoded = end.and_then(|e| entity(&after[..e]));
+        match (end, decoded) {
+            (Some(e), Some(c)) => {
+                out.push(c);
+                rest = &after[e + 1..];
+            }
+            _ => {
+                out.push('&');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+fn entity(name: &str) -> Option<char> {
+    if let Some(num) = name.strip_prefix('#') {
+        let code = match num.strip_prefix(['x', 'X']) {
+            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+            None => num.parse().ok()?,
+        };
+        return char::from_u32(code);
+    }
+    Some(match name {
+        "lt" => '<',
+        "gt" => '>',
+        "amp" => '&',
+        "quot" => '"',
+        "apos" => '\'',
+        "nbsp" => ' ',
+        "plusmn" => '±',
+        _ => return None,
+    })
+}
+
+/// Web archives print the headers as text above the message: take the first `Subject:`,
+/// `Date:` and `Message-ID:` lines (with folded continuations).
+fn read_pseudo_headers(doc: &mut Document) {
+    let lines: Vec<&str> = doc.body.lines().take(400).collect();
+    for (i, line) in lines.iter().enumerate() {
+        let Some((name, value)) = line.split_once(':') else { continue };
+        let name = name.trim().to_ascii_lowercase();
+        if !matches!(name.as_str(), "subject" | "date" | "message-id") {
+            continue;
+        }
+        let mut value = value.trim().to_owned();
+        for next in &lines[i + 1..] {
+            if next.starts_with([' ', '\t']) && !next.trim().is_empty() {
+                value.push(' ');
+                value.push_str(next.trim());
+            } else {
+                break;
+            }
+        }
+        match name.as_str() {
+            "subject" if doc.subject.is_none() => doc.subject = Some(collapse_whitespace(&value)),
+            "date" if doc.date.is_none() => doc.date = parse_rfc2822_date(&value),
+            "message-id" if doc.message_id.is_none() && value.starts_with('<') && value.ends_with('>') => {
+                doc.message_id = Some(value);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Parses an RFC 2822 date as mail headers write it, tolerating runs of spaces and a trailing
+/// zone comment such as `(PDT)`.
+pub fn parse_rfc2822_date(value: &str) -> Option<DateTime<Utc>> {
+    let value = value.split(" (").next().unwrap_or(value);
+    let value = collapse_whitespace(value);
+    DateTime::<FixedOffset>::parse_from_rfc2822(&value).ok().map(|d| d.with_timezone(&Utc))
+}
+
+pub fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_printable_plusminus_decodes() {
+        let mail = b"From: a@b\r\nSubject: s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n5222 =C2=B1 19% -22.2% 4060=\r\n metric\r\n";
+        let doc = decode(mail);
+        assert_eq!(doc.body.trim_end(), "5222 \u{b1} 19% -22.2% 4060 metric");
+        assert_eq!(doc.subject.as_deref(), Some("s"));
+    }
+
+    #[test]
+    fn latin1_byte_b1_is_plusminus() {
+        let doc = decode(b"1306 \xb1 19% metric\n");
+        assert_eq!(doc.body, "1306 \u{b1} 19% metric\n");
+    }
+
+    #[test]
+    fn html_pages_lose_tags_and_keep_entities_as_text() {
+        let doc = decode(b"<html><body><pre>Message-ID: &lt;1@x&gt;\n 0.34 &plusmn; 4% <b>a</b>.b</pre><script>x<y</script></body></html>");
+        assert!(doc.body.contains("0.34 \u{b1} 4% a.b"), "{:?}", doc.body);
+        assert!(!doc.body.contains("x<y"));
+        assert_eq!(doc.message_id.as_deref(), Some("<1@x>"));
+    }
+
+    #[test]
+    fn mail_dates_become_utc() {
+        let date = parse_rfc2822_date("Tue, 12 Sep 2023 21:52:39 +0800");
+        assert_eq!(date.map(|d| d.to_rfc3339()).as_deref(), Some("2023-09-12T13:52:39+00:00"));
+        assert!(parse_rfc2822_date("Thu,  9 Jul 2026 01:23:49 -0700 (PDT)").is_some());
+    }
+}

@@ -1,0 +1,51 @@
+//! Typed errors of the ingest crate. Each carries what a user needs to find the input again
+//! (file, message index) and says what was wrong with it.
+
+use std::path::PathBuf;
+
+/// Why one message could not be turned into reports. The message looked like a performance
+/// report (it has the robot's comparison table or opening sentence) but could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("report has a comparison table but no `a/b/testcase:` parameter header before it")]
+    MissingAxes,
+    #[error("parameter header names {names} axes but the value line has {values} values and no `parameters:` block repairs it")]
+    AxesMismatch { names: usize, values: usize },
+    #[error("report has no `testcase` or `tbox_group` in its parameter header")]
+    MissingTestIdentity,
+    #[error("table has no `commit:` list naming its columns")]
+    MissingCommits,
+    #[error("table names {columns} commit columns but its `commit:` list has {commits} entries")]
+    ColumnMismatch { columns: usize, commits: usize },
+    #[error("comparison table has no data rows (truncated report?)")]
+    EmptyTable,
+    #[error("report announces details (`Details are as below`) but the comparison table is missing (truncated report?)")]
+    Truncated,
+}
+
+/// A message that could not be parsed, with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}, message {index}: {reason}")]
+pub struct MessageError {
+    pub path: String,
+    pub index: u64,
+    #[source]
+    pub reason: ParseError,
+}
+
+/// Why an input could not be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("{}: {source}; check that the path exists and is readable", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: not a valid gzip stream ({source}); is it really a .gz file?", path.display())]
+    Gzip {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,14 @@
+//! `lkplake-ingest`: everything between a report source and the Kafka topic.
+//!
+//! Sources ([`source`]) yield raw messages from files, directories, mbox archives and stdin;
+//! [`decode`] turns a message in any state of archive damage into headers and body text; the
+//! [`parser`] reads kernel test robot performance reports from that text. The parser is a
+//! pure function: bytes in, reports or a typed error out, never a panic.
+
+pub mod decode;
+pub mod error;
+pub mod parser;
+pub mod source;
+
+pub use error::{MessageError, ParseError, SourceError};
+pub use parser::{Parsed, parse_message};

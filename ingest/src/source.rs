@@ -1,0 +1,184 @@
+//! Report sources: files, directories (recursively, which covers Maildir folders), mbox and
+//! mbox.gz archives, and stdin. A source yields raw messages with their origin; decoding and
+//! parsing happen elsewhere.
+
+use crate::error::SourceError;
+use flate2::read::MultiGzDecoder;
+use std::borrow::Cow;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The bytes of one input file (decompressed), split into messages.
+#[derive(Debug)]
+pub struct InputFile {
+    /// Path as the user named it (`-` for stdin).
+    pub path: String,
+    data: Vec<u8>,
+    /// Byte ranges of the messages in `data`.
+    spans: Vec<std::ops::Range<usize>>,
+    is_mbox: bool,
+}
+
+/// One message of an input file.
+#[derive(Debug)]
+pub struct RawMessage<'a> {
+    pub index: u64,
+    pub bytes: Cow<'a, [u8]>,
+}
+
+impl InputFile {
+    /// Wraps bytes already in memory (a test fixture, stdin).
+    pub fn from_bytes(path: impl Into<String>, data: Vec<u8>) -> Self {
+        let is_mbox = data.starts_with(b"From ");
+        let spans = if is_mbox { mbox_spans(&data) } else { vec![0..data.len()] };
+        Self { path: path.into(), data, spans, is_mbox }
+    }
+
+    /// Reads a file, gunzipping `.gz` files.
+    pub fn read(path: &Path) -> Result<Self, SourceError> {
+        let io = |source| SourceError::Io { path: path.to_owned(), source };
+        let raw = std::fs::read(path).map_err(io)?;
+        let data = if path.extension().is_some_and(|e| e == "gz") {
+            let mut out = Vec::with_capacity(raw.len() * 4);
+            MultiGzDecoder::new(raw.as_slice())
+                .read_to_end(&mut out)
+                .map_err(|source| SourceError::Gzip { path: path.to_owned(), source })?;
+            out
+        } else {
+            raw
+        };
+        Ok(Self::from_bytes(path.display().to_string(), data))
+    }
+
+    /// Reads all of stdin.
+    pub fn stdin() -> Result<Self, SourceError> {
+        let mut data = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut data)
+            .map_err(|source| SourceError::Io { path: PathBuf::from("-"), source })?;
+        Ok(Self::from_bytes("-", data))
+    }
+
+    /// Total size of the (decompressed) input.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The messages, in file order.
+    pub fn messages(&self) -> impl Iterator<Item = RawMessage<'_>> + '_ {
+        self.spans.iter().enumerate().map(move |(index, span)| {
+            let slice = &self.data[span.clone()];
+            let bytes = if self.is_mbox { mbox_message(slice) } else { Cow::Borrowed(slice) };
+            RawMessage { index: index as u64, bytes }
+        })
+    }
+}
+
+/// Splits an mbox at its `From ` separator lines. mboxrd escapes body lines that start with
+/// `From ` as `>From `, so every line that starts with `From ` separates messages.
+fn mbox_spans(data: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let mut starts = vec![0];
+    for pos in memchr::memmem::find_iter(data, b"\nFrom ") {
+        starts.push(pos + 1);
+    }
+    starts
+        .iter()
+        .enumerate()
+        .map(|(i, &start)| start..starts.get(i + 1).copied().unwrap_or(data.len()))
+        .collect()
+}
+
+/// One mbox entry without its separator line, with mboxrd `>From ` escaping undone.
+fn mbox_message(entry: &[u8]) -> Cow<'_, [u8]> {
+    let body = match memchr::memchr(b'\n', entry) {
+        Some(nl) if entry.starts_with(b"From ") => &entry[nl + 1..],
+        _ => entry,
+    };
+    if memchr::memmem::find(body, b">From ").is_none() {
+        return Cow::Borrowed(body);
+    }
+    let mut out = Vec::with_capacity(body.len());
+    for line in body.split_inclusive(|&b| b == b'\n') {
+        let quotes = line.iter().take_while(|&&b| b == b'>').count();
+        if quotes > 0 && line[quotes..].starts_with(b"From ") {
+            out.extend_from_slice(&line[1..]);
+        } else {
+            out.extend_from_slice(line);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Expands the user's paths into input files: directories recursively (sorted, so runs are
+/// repeatable; a Maildir's `tmp/` holds half-delivered mail and is skipped), `-` as stdin.
+pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, SourceError> {
+    let mut out = Vec::new();
+    for path in paths {
+        if path.as_os_str() == "-" {
+            out.push(path.clone());
+        } else if path.is_dir() {
+            walk(path, &mut out)?;
+        } else {
+            // Surface a missing file as an I/O error when it is read, with its path.
+            out.push(path.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SourceError> {
+    let io = |source| SourceError::Io { path: dir.to_owned(), source };
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .map_err(io)?;
+    entries.sort();
+    let is_maildir = ["cur", "new"].iter().all(|d| dir.join(d).is_dir());
+    for entry in entries {
+        let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if name.starts_with('.') || (is_maildir && name == "tmp") {
+            continue;
+        }
+        if entry.is_dir() {
+            walk(&entry, out)?;
+        } else {
+            out.push(entry);
+        }
+    }
+    Ok(())
+}
+
+/// Opens an expanded path (`-` is stdin).
+pub fn open(path: &Path) -> Result<InputFile, SourceError> {
+    if path.as_os_str() == "-" { InputFile::stdin() } else { InputFile::read(path) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mbox_splits_on_from_lines_and_unescapes_mboxrd() {
+        let mbox = b"From a@b Thu Jan  1 00:00:00 1970\nSubject: one\n\n>From here\n>>From there\n\nFrom c@d Thu Jan  1 00:00:00 1970\nSubject: two\n\nbody\n";
+        let file = InputFile::from_bytes("x.mbox", mbox.to_vec());
+        let messages: Vec<_> = file.messages().collect();
+        assert_eq!(messages.len(), 2);
+        assert_eq!(
+            messages[0].bytes.as_ref(),
+            b"Subject: one\n\nFrom here\n>From there\n\n".as_slice()
+        );
+        assert_eq!(messages[1].index, 1);
+        assert_eq!(messages[1].bytes.as_ref(), b"Subject: two\n\nbody\n".as_slice());
+    }
+
+    #[test]
+    fn a_plain_file_is_one_message() {
+        let file = InputFile::from_bytes("r.txt", b"Hello,\nFrom me\n".to_vec());
+        assert_eq!(file.messages().count(), 1);
+    }
+}

@@ -1,0 +1,38 @@
+//! The checked-in JSON Schema is the contract with consumers of `lkp.reports`; it must be
+//! exactly what the types generate.
+
+use std::path::PathBuf;
+
+fn checked_in_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("report.schema.json")
+}
+
+#[test]
+fn checked_in_json_schema_matches_the_report_types() {
+    let generated = lkplake_schemas::report_json_schema();
+    let pretty = serde_json::to_string_pretty(&generated).unwrap_or_default() + "\n";
+    if std::env::var_os("LKPLAKE_UPDATE_SCHEMA").is_some() {
+        std::fs::write(checked_in_path(), &pretty).unwrap_or_else(|e| panic!("write schema: {e}"));
+    }
+    let checked_in = std::fs::read_to_string(checked_in_path()).unwrap_or_else(|e| {
+        panic!("read {}: {e}; run with LKPLAKE_UPDATE_SCHEMA=1 to create it", checked_in_path().display())
+    });
+    assert_eq!(
+        checked_in, pretty,
+        "schemas/report.schema.json is stale: run `LKPLAKE_UPDATE_SCHEMA=1 cargo test -p lkplake-schemas` and review the diff (a breaking change needs a SCHEMA_VERSION bump)"
+    );
+}
+
+#[test]
+fn json_schema_names_every_required_wire_field() {
+    let schema = lkplake_schemas::report_json_schema();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    for field in [
+        "schema_version", "report_key", "commit", "base_commit", "quoted", "source", "tests",
+    ] {
+        assert!(required.contains(&field), "{field} missing from {required:?}");
+    }
+}

@@ -1,0 +1,117 @@
+//! `lkplake parse`: reports to stdout, failures to stderr.
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use lkplake_ingest::source::{expand_paths, open};
+use lkplake_ingest::{Parsed, parse_message};
+use lkplake_schemas::{Report, Source};
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct ParseArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Json, env = "LKPLAKE_FORMAT")]
+    format: Format,
+    /// Files, directories (recursive; Maildir works), .mbox / .mbox.gz archives, `-` for stdin.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    /// One JSON object per report per line.
+    Json,
+    /// One line per report for people.
+    Table,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    messages: u64,
+    reports: u64,
+    quoted: u64,
+    not_reports: u64,
+    failed: u64,
+}
+
+pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut counts = Counts::default();
+    let mut unreadable = 0u64;
+    if matches!(args.format, Format::Table) {
+        writeln!(out, "{:<32}  {:<20}  {:<7}  {:<22}  {:<16}  {:>5}  headline", "report_key", "date", "kind", "testcase", "machine", "rows")?;
+    }
+    for path in expand_paths(&args.paths)? {
+        let file = match open(&path) {
+            Ok(file) => file,
+            Err(e) => {
+                eprintln!("lkplake parse: {e}");
+                unreadable += 1;
+                continue;
+            }
+        };
+        for message in file.messages() {
+            counts.messages += 1;
+            let source = Source { path: file.path.clone(), index: message.index };
+            match parse_message(&message.bytes, &source) {
+                Ok(Parsed::Reports(reports)) => {
+                    for report in reports {
+                        counts.reports += 1;
+                        counts.quoted += u64::from(report.quoted);
+                        write_report(&mut out, args.format, &report)?;
+                    }
+                }
+                Ok(Parsed::NotAReport) => counts.not_reports += 1,
+                Err(reason) => {
+                    counts.failed += 1;
+                    eprintln!("lkplake parse: {}, message {}: {reason}", source.path, source.index);
+                }
+            }
+        }
+    }
+    out.flush().context("writing to stdout")?;
+    eprintln!(
+        "lkplake parse: {} messages: {} reports ({} quoted copies), {} not reports, {} failed{}",
+        counts.messages,
+        counts.reports,
+        counts.quoted,
+        counts.not_reports,
+        counts.failed,
+        if unreadable > 0 { format!(", {unreadable} inputs unreadable") } else { String::new() }
+    );
+    Ok(if counts.failed + unreadable == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn write_report(out: &mut impl Write, format: Format, report: &Report) -> anyhow::Result<()> {
+    match format {
+        Format::Json => {
+            serde_json::to_writer(&mut *out, report)?;
+            writeln!(out)?;
+        }
+        Format::Table => {
+            for test in &report.tests {
+                let headline = test
+                    .headline
+                    .as_ref()
+                    .map(|h| format!("{} {:+}%", h.metric, h.change_pct))
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "{:<32}  {:<20}  {:<7}  {:<22}  {:<16}  {:>5}  {}{}",
+                    report.report_key,
+                    report.date.map(|d| d.format("%Y-%m-%dT%H:%M:%SZ").to_string()).unwrap_or_default(),
+                    report.kind.map(|k| k.as_str()).unwrap_or("-").get(..7).unwrap_or("-"),
+                    test.testcase,
+                    test.tbox_group,
+                    test.rows.len(),
+                    headline,
+                    if report.quoted { "  (quoted)" } else { "" },
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
