@@ -42,7 +42,11 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
     let mut counts = Counts::default();
     let mut unreadable = 0u64;
     if matches!(args.format, Format::Table) {
-        writeln!(out, "{:<32}  {:<20}  {:<7}  {:<22}  {:<16}  {:>5}  headline", "report_key", "date", "kind", "testcase", "machine", "rows")?;
+        writeln!(
+            out,
+            "{:<32}  {:<20}  {:<7}  {:<22}  {:<16}  {:>5}  headline",
+            "report_key", "date", "kind", "testcase", "machine", "rows"
+        )?;
     }
     for path in expand_paths(&args.paths)? {
         let file = match open(&path) {
@@ -55,7 +59,10 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
         };
         for message in file.messages() {
             counts.messages += 1;
-            let source = Source { path: file.path.clone(), index: message.index };
+            let source = Source {
+                path: file.path.clone(),
+                index: message.index,
+            };
             match parse_message(&message.bytes, &source) {
                 Ok(Parsed::Reports(reports)) => {
                     for report in reports {
@@ -67,7 +74,10 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
                 Ok(Parsed::NotAReport) => counts.not_reports += 1,
                 Err(reason) => {
                     counts.failed += 1;
-                    eprintln!("lkplake parse: {}, message {}: {reason}", source.path, source.index);
+                    eprintln!(
+                        "lkplake parse: {}, message {}: {reason}",
+                        source.path, source.index
+                    );
                 }
             }
         }
@@ -80,9 +90,17 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
         counts.quoted,
         counts.not_reports,
         counts.failed,
-        if unreadable > 0 { format!(", {unreadable} inputs unreadable") } else { String::new() }
+        if unreadable > 0 {
+            format!(", {unreadable} inputs unreadable")
+        } else {
+            String::new()
+        }
     );
-    Ok(if counts.failed + unreadable == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if counts.failed + unreadable == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn write_report(out: &mut impl Write, format: Format, report: &Report) -> anyhow::Result<()> {
@@ -102,8 +120,16 @@ fn write_report(out: &mut impl Write, format: Format, report: &Report) -> anyhow
                     out,
                     "{:<32}  {:<20}  {:<7}  {:<22}  {:<16}  {:>5}  {}{}",
                     report.report_key,
-                    report.date.map(|d| d.format("%Y-%m-%dT%H:%M:%SZ").to_string()).unwrap_or_default(),
-                    report.kind.map(|k| k.as_str()).unwrap_or("-").get(..7).unwrap_or("-"),
+                    report
+                        .date
+                        .map(|d| d.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+                        .unwrap_or_default(),
+                    report
+                        .kind
+                        .map(|k| k.as_str())
+                        .unwrap_or("-")
+                        .get(..7)
+                        .unwrap_or("-"),
                     test.testcase,
                     test.tbox_group,
                     test.rows.len(),

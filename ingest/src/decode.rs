@@ -22,14 +22,21 @@ pub struct Document {
 
 /// Decodes one message.
 pub fn decode(bytes: &[u8]) -> Document {
-    if looks_like_rfc822(bytes) {
-        if let Some(doc) = decode_mail(bytes) {
-            return doc;
-        }
+    if looks_like_rfc822(bytes)
+        && let Some(doc) = decode_mail(bytes)
+    {
+        return doc;
     }
     let text = decode_text(bytes);
-    let text = if looks_like_html(&text) { Cow::Owned(html_to_text(&text)) } else { text };
-    let mut doc = Document { body: text.into_owned(), ..Document::default() };
+    let text = if looks_like_html(&text) {
+        Cow::Owned(html_to_text(&text))
+    } else {
+        text
+    };
+    let mut doc = Document {
+        body: text.into_owned(),
+        ..Document::default()
+    };
     read_pseudo_headers(&mut doc);
     doc
 }
@@ -48,14 +55,29 @@ fn looks_like_rfc822(bytes: &[u8]) -> bool {
         if line.starts_with([' ', '\t']) {
             continue;
         }
-        let Some((name, _)) = line.split_once(':') else { return false };
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        let Some((name, _)) = line.split_once(':') else {
+            return false;
+        };
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
             return false;
         }
         fields += 1;
         known |= matches!(
             name.to_ascii_lowercase().as_str(),
-            "from" | "date" | "subject" | "message-id" | "received" | "return-path" | "mime-version" | "to" | "delivered-to" | "received-spf"
+            "from"
+                | "date"
+                | "subject"
+                | "message-id"
+                | "received"
+                | "return-path"
+                | "mime-version"
+                | "to"
+                | "delivered-to"
+                | "received-spf"
         );
     }
     fields >= 2 && known
@@ -72,13 +94,23 @@ fn decode_mail(bytes: &[u8]) -> Option<Document> {
             body.push_str(&text);
         }
     }
+    // Attachments are kernel configs, job files and reproduce scripts, except where a
+    // follow-up attaches the full comparison tables: keep text attachments that hold one.
+    for part in message.attachments() {
+        if let Some(text) = part.text_contents().filter(|t| t.contains("%stddev")) {
+            body.push('\n');
+            body.push_str(text);
+        }
+    }
     if body.is_empty() {
         // A body without a usable text part (broken MIME): read what is there as text rather
         // than lose it.
         let start = memchr::memmem::find(bytes, b"\n\n").map_or(0, |p| p + 2);
         body = decode_text(&bytes[start..]).into_owned();
     }
-    let date = message.date().and_then(|d| DateTime::<Utc>::from_timestamp(d.to_timestamp(), 0));
+    let date = message
+        .date()
+        .and_then(|d| DateTime::<Utc>::from_timestamp(d.to_timestamp(), 0));
     Some(Document {
         subject: message.subject().map(collapse_whitespace),
         date,
@@ -92,15 +124,25 @@ fn decode_mail(bytes: &[u8]) -> Option<Document> {
 pub fn decode_text(bytes: &[u8]) -> Cow<'_, str> {
     match std::str::from_utf8(bytes) {
         Ok(s) => Cow::Borrowed(s),
-        Err(_) => encoding_rs::WINDOWS_1252.decode_without_bom_handling(bytes).0,
+        Err(_) => {
+            encoding_rs::WINDOWS_1252
+                .decode_without_bom_handling(bytes)
+                .0
+        }
     }
 }
 
 fn looks_like_html(text: &str) -> bool {
     let head = &text.as_bytes()[..text.len().min(8192)];
+    // A tag name must end at `>` or a space: `[<prev]` on a text archive page is no `<pre>`.
     ["<html", "<!doctype html", "<pre", "<body", "<div", "<table"]
         .iter()
-        .any(|tag| head.windows(tag.len()).any(|w| w.eq_ignore_ascii_case(tag.as_bytes())))
+        .any(|tag| {
+            head.windows(tag.len() + 1).any(|w| {
+                w[..tag.len()].eq_ignore_ascii_case(tag.as_bytes())
+                    && matches!(w[tag.len()], b'>' | b' ' | b'\n' | b'\t')
+            })
+        })
 }
 
 /// Strips tags (keeping line structure: block tags and `<br>` end lines), drops `<script>`
@@ -117,7 +159,10 @@ pub fn html_to_text(html: &str) -> String {
             break;
         };
         let tag = after[1..gt].trim_start_matches('/').to_ascii_lowercase();
-        let name: String = tag.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '!').collect();
+        let name: String = tag
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '!')
+            .collect();
         rest = &after[gt + 1..];
         if name == "script" || name == "style" {
             let close = format!("</{name}");
@@ -126,7 +171,10 @@ pub fn html_to_text(html: &str) -> String {
             if let Some(gt) = rest.find('>') {
                 rest = &rest[gt + 1..];
             }
-        } else if matches!(name.as_str(), "br" | "p" | "div" | "tr" | "li" | "pre" | "h1" | "h2" | "h3" | "table" | "hr") {
+        } else if matches!(
+            name.as_str(),
+            "br" | "p" | "div" | "tr" | "li" | "pre" | "h1" | "h2" | "h3" | "table" | "hr"
+        ) {
             out.push('\n');
         }
     }
@@ -185,7 +233,9 @@ fn entity(name: &str) -> Option<char> {
 fn read_pseudo_headers(doc: &mut Document) {
     let lines: Vec<&str> = doc.body.lines().take(400).collect();
     for (i, line) in lines.iter().enumerate() {
-        let Some((name, value)) = line.split_once(':') else { continue };
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
         let name = name.trim().to_ascii_lowercase();
         if !matches!(name.as_str(), "subject" | "date" | "message-id") {
             continue;
@@ -202,8 +252,12 @@ fn read_pseudo_headers(doc: &mut Document) {
         match name.as_str() {
             "subject" if doc.subject.is_none() => doc.subject = Some(collapse_whitespace(&value)),
             "date" if doc.date.is_none() => doc.date = parse_rfc2822_date(&value),
-            "message-id" if doc.message_id.is_none() && value.starts_with('<') && value.ends_with('>') => {
-                doc.message_id = Some(value);
+            "message-id" if doc.message_id.is_none() => {
+                // Only the first line: what follows a Message-ID line is never its continuation.
+                let first = line.split_once(':').map_or("", |(_, v)| v).trim();
+                if first.starts_with('<') && first.ends_with('>') && !first.contains(' ') {
+                    doc.message_id = Some(first.to_owned());
+                }
             }
             _ => {}
         }
@@ -215,7 +269,9 @@ fn read_pseudo_headers(doc: &mut Document) {
 pub fn parse_rfc2822_date(value: &str) -> Option<DateTime<Utc>> {
     let value = value.split(" (").next().unwrap_or(value);
     let value = collapse_whitespace(value);
-    DateTime::<FixedOffset>::parse_from_rfc2822(&value).ok().map(|d| d.with_timezone(&Utc))
+    DateTime::<FixedOffset>::parse_from_rfc2822(&value)
+        .ok()
+        .map(|d| d.with_timezone(&Utc))
 }
 
 pub fn collapse_whitespace(text: &str) -> String {
@@ -251,7 +307,10 @@ mod tests {
     #[test]
     fn mail_dates_become_utc() {
         let date = parse_rfc2822_date("Tue, 12 Sep 2023 21:52:39 +0800");
-        assert_eq!(date.map(|d| d.to_rfc3339()).as_deref(), Some("2023-09-12T13:52:39+00:00"));
+        assert_eq!(
+            date.map(|d| d.to_rfc3339()).as_deref(),
+            Some("2023-09-12T13:52:39+00:00")
+        );
         assert!(parse_rfc2822_date("Thu,  9 Jul 2026 01:23:49 -0700 (PDT)").is_some());
     }
 }

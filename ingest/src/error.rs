@@ -9,7 +9,9 @@ use std::path::PathBuf;
 pub enum ParseError {
     #[error("report has a comparison table but no `a/b/testcase:` parameter header before it")]
     MissingAxes,
-    #[error("parameter header names {names} axes but the value line has {values} values and no `parameters:` block repairs it")]
+    #[error(
+        "parameter header names {names} axes but the value line has {values} values and no `parameters:` block repairs it"
+    )]
     AxesMismatch { names: usize, values: usize },
     #[error("report has no `testcase` or `tbox_group` in its parameter header")]
     MissingTestIdentity,
@@ -19,7 +21,9 @@ pub enum ParseError {
     ColumnMismatch { columns: usize, commits: usize },
     #[error("comparison table has no data rows (truncated report?)")]
     EmptyTable,
-    #[error("report announces details (`Details are as below`) but the comparison table is missing (truncated report?)")]
+    #[error(
+        "report announces details (`Details are as below`) but the comparison table is missing (truncated report?)"
+    )]
     Truncated,
 }
 

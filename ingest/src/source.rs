@@ -30,19 +30,34 @@ impl InputFile {
     /// Wraps bytes already in memory (a test fixture, stdin).
     pub fn from_bytes(path: impl Into<String>, data: Vec<u8>) -> Self {
         let is_mbox = data.starts_with(b"From ");
-        let spans = if is_mbox { mbox_spans(&data) } else { vec![0..data.len()] };
-        Self { path: path.into(), data, spans, is_mbox }
+        let spans = if is_mbox {
+            mbox_spans(&data)
+        } else {
+            std::iter::once(0..data.len()).collect()
+        };
+        Self {
+            path: path.into(),
+            data,
+            spans,
+            is_mbox,
+        }
     }
 
     /// Reads a file, gunzipping `.gz` files.
     pub fn read(path: &Path) -> Result<Self, SourceError> {
-        let io = |source| SourceError::Io { path: path.to_owned(), source };
+        let io = |source| SourceError::Io {
+            path: path.to_owned(),
+            source,
+        };
         let raw = std::fs::read(path).map_err(io)?;
         let data = if path.extension().is_some_and(|e| e == "gz") {
             let mut out = Vec::with_capacity(raw.len() * 4);
             MultiGzDecoder::new(raw.as_slice())
                 .read_to_end(&mut out)
-                .map_err(|source| SourceError::Gzip { path: path.to_owned(), source })?;
+                .map_err(|source| SourceError::Gzip {
+                    path: path.to_owned(),
+                    source,
+                })?;
             out
         } else {
             raw
@@ -55,7 +70,10 @@ impl InputFile {
         let mut data = Vec::new();
         std::io::stdin()
             .read_to_end(&mut data)
-            .map_err(|source| SourceError::Io { path: PathBuf::from("-"), source })?;
+            .map_err(|source| SourceError::Io {
+                path: PathBuf::from("-"),
+                source,
+            })?;
         Ok(Self::from_bytes("-", data))
     }
 
@@ -72,8 +90,15 @@ impl InputFile {
     pub fn messages(&self) -> impl Iterator<Item = RawMessage<'_>> + '_ {
         self.spans.iter().enumerate().map(move |(index, span)| {
             let slice = &self.data[span.clone()];
-            let bytes = if self.is_mbox { mbox_message(slice) } else { Cow::Borrowed(slice) };
-            RawMessage { index: index as u64, bytes }
+            let bytes = if self.is_mbox {
+                mbox_message(slice)
+            } else {
+                Cow::Borrowed(slice)
+            };
+            RawMessage {
+                index: index as u64,
+                bytes,
+            }
         })
     }
 }
@@ -131,7 +156,10 @@ pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, SourceError> {
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SourceError> {
-    let io = |source| SourceError::Io { path: dir.to_owned(), source };
+    let io = |source| SourceError::Io {
+        path: dir.to_owned(),
+        source,
+    };
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(io)?
         .map(|e| e.map(|e| e.path()))
@@ -140,7 +168,10 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SourceError> {
     entries.sort();
     let is_maildir = ["cur", "new"].iter().all(|d| dir.join(d).is_dir());
     for entry in entries {
-        let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let name = entry
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
         if name.starts_with('.') || (is_maildir && name == "tmp") {
             continue;
         }
@@ -155,7 +186,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SourceError> {
 
 /// Opens an expanded path (`-` is stdin).
 pub fn open(path: &Path) -> Result<InputFile, SourceError> {
-    if path.as_os_str() == "-" { InputFile::stdin() } else { InputFile::read(path) }
+    if path.as_os_str() == "-" {
+        InputFile::stdin()
+    } else {
+        InputFile::read(path)
+    }
 }
 
 #[cfg(test)]
@@ -173,7 +208,10 @@ mod tests {
             b"Subject: one\n\nFrom here\n>From there\n\n".as_slice()
         );
         assert_eq!(messages[1].index, 1);
-        assert_eq!(messages[1].bytes.as_ref(), b"Subject: two\n\nbody\n".as_slice());
+        assert_eq!(
+            messages[1].bytes.as_ref(),
+            b"Subject: two\n\nbody\n".as_slice()
+        );
     }
 
     #[test]

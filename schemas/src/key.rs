@@ -14,7 +14,10 @@ use std::collections::BTreeMap;
 const COMMIT_PREFIX_LEN: usize = 10;
 
 fn commit_prefix(id: &str) -> String {
-    id.chars().take(COMMIT_PREFIX_LEN).collect::<String>().to_ascii_lowercase()
+    id.chars()
+        .take(COMMIT_PREFIX_LEN)
+        .collect::<String>()
+        .to_ascii_lowercase()
 }
 
 /// The report key of a report with these column commits and main test, as 32 hex digits.
@@ -49,7 +52,12 @@ pub fn report_key_of(
 /// commits alone.
 pub fn report_key(report: &Report) -> String {
     match report.tests.first() {
-        Some(test) => report_key_of(&test.commits, &test.testcase, &test.tbox_group, &test.params),
+        Some(test) => report_key_of(
+            &test.commits,
+            &test.testcase,
+            &test.tbox_group,
+            &test.params,
+        ),
         None => report_key_of(
             &[report.base_commit.id.clone(), report.commit.id.clone()],
             "",
@@ -94,7 +102,10 @@ mod tests {
             &params(),
         );
         let long = report_key_of(
-            &["EDB4F1CEB161C083".into(), "c0af5203b9dbf4cd8b424298b1c".into()],
+            &[
+                "EDB4F1CEB161C083".into(),
+                "c0af5203b9dbf4cd8b424298b1c".into(),
+            ],
             "will-it-scale",
             "lkp-csl-2sp9",
             &params(),

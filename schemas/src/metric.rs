@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 /// The program that produced a metric: the text before the first dot
 /// (`perf-stat.i.metric.M/sec` → `perf-stat`).
 pub fn program(metric: &str) -> &str {
-    metric.split_once('.').map_or(metric, |(program, _)| program)
+    metric
+        .split_once('.')
+        .map_or(metric, |(program, _)| program)
 }
 
 /// How the robot prints the change of a metric: an absolute difference for profile shares and
@@ -151,7 +153,11 @@ impl Default for DirectionTable {
 
 impl DirectionTable {
     /// Adds an override that wins over the defaults and over later overrides.
-    pub fn with_override(mut self, pattern: &str, direction: Direction) -> Result<Self, InvalidPattern> {
+    pub fn with_override(
+        mut self,
+        pattern: &str,
+        direction: Direction,
+    ) -> Result<Self, InvalidPattern> {
         let regex = regex::Regex::new(&anchored(pattern)).map_err(|e| InvalidPattern {
             pattern: pattern.to_owned(),
             reason: e.to_string(),
@@ -195,7 +201,10 @@ mod tests {
             ChangeUnit::Absolute
         );
         assert_eq!(change_unit("turbostat.%Busy"), ChangeUnit::Percent);
-        assert_eq!(change_unit("vm-scalability.throughput"), ChangeUnit::Percent);
+        assert_eq!(
+            change_unit("vm-scalability.throughput"),
+            ChangeUnit::Percent
+        );
     }
 
     #[test]
@@ -210,7 +219,11 @@ mod tests {
             "aim9.disk_src.ops_per_sec",
             "lmbench3.TCP.socket.bandwidth.10MB.MB/sec",
         ] {
-            assert_eq!(table.direction(metric), Some(Direction::HigherIsBetter), "{metric}");
+            assert_eq!(
+                table.direction(metric),
+                Some(Direction::HigherIsBetter),
+                "{metric}"
+            );
         }
         for metric in [
             "phoronix-test-suite.osbench.LaunchPrograms.us_per_event",
@@ -219,7 +232,11 @@ mod tests {
             "schbench.wakeup_latency_max_us",
             "kernbench.elapsed_time",
         ] {
-            assert_eq!(table.direction(metric), Some(Direction::LowerIsBetter), "{metric}");
+            assert_eq!(
+                table.direction(metric),
+                Some(Direction::LowerIsBetter),
+                "{metric}"
+            );
         }
         assert_eq!(table.direction("perf-stat.i.ipc"), None);
         assert_eq!(table.direction("proc-vmstat.pgfree"), None);

@@ -15,7 +15,10 @@ fn checked_in_json_schema_matches_the_report_types() {
         std::fs::write(checked_in_path(), &pretty).unwrap_or_else(|e| panic!("write schema: {e}"));
     }
     let checked_in = std::fs::read_to_string(checked_in_path()).unwrap_or_else(|e| {
-        panic!("read {}: {e}; run with LKPLAKE_UPDATE_SCHEMA=1 to create it", checked_in_path().display())
+        panic!(
+            "read {}: {e}; run with LKPLAKE_UPDATE_SCHEMA=1 to create it",
+            checked_in_path().display()
+        )
     });
     assert_eq!(
         checked_in, pretty,
@@ -31,8 +34,17 @@ fn json_schema_names_every_required_wire_field() {
         .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
         .unwrap_or_default();
     for field in [
-        "schema_version", "report_key", "commit", "base_commit", "quoted", "source", "tests",
+        "schema_version",
+        "report_key",
+        "commit",
+        "base_commit",
+        "quoted",
+        "source",
+        "tests",
     ] {
-        assert!(required.contains(&field), "{field} missing from {required:?}");
+        assert!(
+            required.contains(&field),
+            "{field} missing from {required:?}"
+        );
     }
 }

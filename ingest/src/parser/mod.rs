@@ -43,7 +43,8 @@ pub fn parse_document(doc: &Document, source: &Source) -> Result<Parsed, ParseEr
             continue;
         }
         match parse_stream(text, *depth, doc, source) {
-            Ok(report) => {
+            Ok(None) => {}
+            Ok(Some(report)) => {
                 if !reports.iter().any(|r| r.report_key == report.report_key) {
                     reports.push(report);
                 }
@@ -53,15 +54,19 @@ pub fn parse_document(doc: &Document, source: &Source) -> Result<Parsed, ParseEr
             Err(e) => first_error = first_error.or(Some(e)),
         }
     }
-    if let Some(e) = first_error {
-        if reports.is_empty() {
-            return Err(e);
-        }
+    if let Some(e) = first_error
+        && reports.is_empty()
+    {
+        return Err(e);
     }
     if !reports.is_empty() {
         return Ok(Parsed::Reports(reports));
     }
-    let top = streams.iter().find(|(d, _)| *d == 0).map(|(_, t)| t.as_str()).unwrap_or("");
+    let top = streams
+        .iter()
+        .find(|(d, _)| *d == 0)
+        .map(|(_, t)| t.as_str())
+        .unwrap_or("");
     if prose::announces_details(top) {
         return Err(ParseError::Truncated);
     }
@@ -88,7 +93,10 @@ fn quote_streams(body: &str) -> Vec<(usize, String)> {
         };
         let text = &mut streams[idx].1;
         // Tokens made only of `>` are quote marks that survived a whitespace collapse.
-        for tok in rest.split_whitespace().filter(|t| !t.bytes().all(|b| b == b'>')) {
+        for tok in rest
+            .split_whitespace()
+            .filter(|t| !t.bytes().all(|b| b == b'>'))
+        {
             if !text.is_empty() {
                 text.push(' ');
             }
@@ -102,18 +110,30 @@ static STATS_HEADER: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(r"%stddev(?: %change %stddev)+").unwrap_or_else(|e| unreachable!("{e}"))
 });
 
+const CONTINUATION: &str = "more details following above table FYI>";
+
 fn is_dash_rule(tok: &str) -> bool {
     tok.len() >= 6 && tok.bytes().all(|b| b == b'-')
 }
 
-/// One `Details are as below` block: parameter header, commit list and tables.
+/// One comparison table with the test it belongs to, when its block names one.
 struct Detail {
-    axes: Vec<(String, String)>,
+    /// `None` for a table printed without a parameter header (a follow-up's extra
+    /// measurement of the same test).
+    test: Option<Test>,
     commits: Vec<Commit>,
-    test: Test,
+    rows: Vec<lkplake_schemas::Row>,
+    failures: Vec<lkplake_schemas::Failure>,
 }
 
-fn parse_stream(text: &str, depth: usize, doc: &Document, source: &Source) -> Result<Report, ParseError> {
+/// Reads the report in one quote depth's text. `None` when its tables carry no parameter
+/// header at all: a follow-up's fragment that names no test cannot be placed in a series.
+fn parse_stream(
+    text: &str,
+    depth: usize,
+    doc: &Document,
+    source: &Source,
+) -> Result<Option<Report>, ParseError> {
     let tokens = Tokens::new(text);
     let mut details = Vec::new();
     let mut searched_from = 0;
@@ -125,46 +145,82 @@ fn parse_stream(text: &str, depth: usize, doc: &Document, source: &Source) -> Re
         details.push(detail);
         searched_from = tokens.offsets.get(rows_end).copied().unwrap_or(text.len());
     }
-    let first_axes = details
-        .first()
-        .map(|_| prose::first_axes_offset(text).unwrap_or(text.len()))
-        .unwrap_or(text.len());
-    let prose = Prose::read(&text[..first_axes], doc.subject.as_deref());
-
-    let mut tests = Vec::with_capacity(details.len());
-    let mut extra = prose.additional.iter();
-    for (i, mut detail) in details.into_iter().enumerate() {
-        if i == 0 {
-            detail.test.machine = prose.machine.clone();
-            detail.test.headline = prose.headline_for(&detail.test.rows);
-        } else if let Some(entry) = extra.next() {
-            detail.test.machine = entry.machine.clone();
-            detail.test.headline = entry.headline_for(&detail.test.rows);
+    let (mut tests, orphans): (Vec<Detail>, Vec<Detail>) =
+        details.into_iter().partition(|d| d.test.is_some());
+    // A table without a parameter header measures the same test again (perf-c2c data, one
+    // more commit): its rows join the test that compares the same commits.
+    for orphan in orphans {
+        let same = tests.iter_mut().find(|t| {
+            t.commits.len() == orphan.commits.len()
+                && t.commits
+                    .iter()
+                    .zip(&orphan.commits)
+                    .all(|(a, b)| prefix_match(&a.id, &b.id))
+        });
+        if let Some(test) = same {
+            extend_unique(&mut test.rows, orphan.rows, |r| r.metric.clone());
+            extend_unique(&mut test.failures, orphan.failures, |f| f.metric.clone());
         }
-        if i == 0 {
-            tests.push((detail.commits, detail.test));
-        } else {
-            tests.push((Vec::new(), detail.test));
-        }
-        let _ = detail.axes;
     }
-    let Some((main_commits, _)) = tests.first() else { return Err(ParseError::EmptyTable) };
-    let base_commit = main_commits.first().cloned().ok_or(ParseError::MissingCommits)?;
-    let last_commit = main_commits.last().cloned().ok_or(ParseError::MissingCommits)?;
+    let Some(main) = tests.first() else {
+        return Ok(None);
+    };
+    let base_commit = main
+        .commits
+        .first()
+        .cloned()
+        .ok_or(ParseError::MissingCommits)?;
+    let last_commit = main
+        .commits
+        .last()
+        .cloned()
+        .ok_or(ParseError::MissingCommits)?;
+
+    let first_axes = prose::first_axes_offset(text).unwrap_or(text.len());
+    let prose = Prose::read(&text[..first_axes], doc.subject.as_deref());
     let commit = match &prose.commit {
         Some(c) if prefix_match(&c.id, &last_commit.id) => c.clone(),
         _ => last_commit,
     };
-    let tests: Vec<Test> = tests.into_iter().map(|(_, t)| t).collect();
+    let mut extra = prose.additional.iter();
+    let mut merged: Vec<Test> = Vec::with_capacity(tests.len());
+    for (i, detail) in tests.into_iter().enumerate() {
+        let Some(mut test) = detail.test else {
+            continue;
+        };
+        test.rows = detail.rows;
+        test.failures = detail.failures;
+        if i == 0 {
+            test.machine = prose.machine.clone();
+            test.headline = prose.headline_for(&test.rows);
+        } else if let Some(entry) = extra.next() {
+            test.machine = entry.machine.clone();
+            test.headline = entry.headline_for(&test.rows);
+        }
+        // The same test over the same commits printed twice (an excerpt in the body, the full
+        // table attached) is one measurement.
+        match merged.iter_mut().find(|t| same_test(t, &test)) {
+            Some(existing) => merge_rows(existing, test),
+            None => merged.push(test),
+        }
+    }
+    let tests = merged;
     let headline = tests.first().and_then(|t| t.headline.clone());
     let quoted = depth > 0;
-    let date = if quoted { prose::attribution_date(&doc.body).or(doc.date) } else { doc.date }
-        .or_else(|| prose::message_id_date(doc.message_id.as_deref().unwrap_or("")))
-        .or(prose.id_stamp_date);
+    let date = if quoted {
+        prose::attribution_date(&doc.body).or(doc.date)
+    } else {
+        doc.date
+    }
+    .or_else(|| prose::message_id_date(doc.message_id.as_deref().unwrap_or("")))
+    .or(prose.id_stamp_date);
     let mut report = Report {
         schema_version: SCHEMA_VERSION,
         report_key: String::new(),
-        message_id: doc.message_id.clone().or(prose.canonical_message_id.clone()),
+        message_id: doc
+            .message_id
+            .clone()
+            .or(prose.canonical_message_id.clone()),
         date,
         subject: doc.subject.clone(),
         kind: prose.kind,
@@ -177,7 +233,37 @@ fn parse_stream(text: &str, depth: usize, doc: &Document, source: &Source) -> Re
         tests,
     };
     report.report_key = report_key(&report);
-    Ok(report)
+    Ok(Some(report))
+}
+
+fn same_test(a: &Test, b: &Test) -> bool {
+    a.testcase == b.testcase
+        && a.tbox_group == b.tbox_group
+        && a.params == b.params
+        && a.commits.len() == b.commits.len()
+        && a.commits
+            .iter()
+            .zip(&b.commits)
+            .all(|(x, y)| prefix_match(x, y))
+}
+
+fn merge_rows(into: &mut Test, from: Test) {
+    extend_unique(&mut into.rows, from.rows, |r| r.metric.clone());
+    extend_unique(&mut into.failures, from.failures, |f| f.metric.clone());
+    if into.headline.is_none() {
+        into.headline = from.headline;
+    }
+}
+
+/// Appends the items whose key is new: never two values for one metric of one test, and the
+/// first table printed wins.
+fn extend_unique<T>(into: &mut Vec<T>, from: Vec<T>, key: impl Fn(&T) -> String) {
+    let mut seen: std::collections::HashSet<String> = into.iter().map(&key).collect();
+    for item in from {
+        if seen.insert(key(&item)) {
+            into.push(item);
+        }
+    }
 }
 
 /// Ids printed at different lengths name the same commit when one is a prefix of the other.
@@ -186,71 +272,119 @@ fn prefix_match(a: &str, b: &str) -> bool {
     !a.is_empty() && !b.is_empty() && (a.starts_with(&b) || b.starts_with(&a))
 }
 
-/// Parses the block that ends with the stats header `header`, searching back no further than
-/// `from`. Returns the detail and the token index after its last row.
+/// Parses the table whose stats header is `header`, reading its block back to no further
+/// than byte `from`: the dash rule under the column titles, the optional failure table, the
+/// optional `commit:` list and the optional parameter header. Returns the detail and the token
+/// index after its last row.
 fn parse_detail(
     text: &str,
     tokens: &Tokens<'_>,
     from: usize,
     header: regex::Match<'_>,
 ) -> Result<(Detail, usize), ParseError> {
-    let block = &text[from..header.start()];
-    let axes_at = prose::last_axes_offset(block).ok_or(ParseError::MissingAxes)? + from;
-    let axes_tok = tokens.index_at(axes_at);
+    let block_tok = tokens.index_at(from);
     let header_tok = tokens.index_at(header.start());
-    let (axes, after_axes) = parse_axes(tokens, axes_tok, header_tok, block)?;
+    let columns = header.as_str().matches("%stddev").count();
+    // The dash rule: the last run of exactly `columns` dash tokens before the header.
+    let dash_tok = (block_tok..header_tok)
+        .rev()
+        .find(|&i| {
+            (i..i + columns).all(|j| tokens.get(j).is_some_and(is_dash_rule))
+                && !tokens.get(i + columns).is_some_and(is_dash_rule)
+                && !(i > 0 && tokens.get(i - 1).is_some_and(is_dash_rule))
+        })
+        .ok_or(ParseError::MissingCommits)?;
+    let titles_tok = dash_tok
+        .checked_sub(columns)
+        .filter(|&t| t >= block_tok)
+        .ok_or(ParseError::MissingCommits)?;
+    let titles = &tokens.tokens[titles_tok..dash_tok];
 
-    let commit_tok = (after_axes..header_tok)
-        .find(|&i| tokens.get(i) == Some("commit:"))
-        .ok_or(ParseError::MissingCommits)?;
-    let dash_tok = (commit_tok..header_tok)
-        .find(|&i| tokens.get(i).is_some_and(is_dash_rule))
-        .ok_or(ParseError::MissingCommits)?;
-    let columns = (dash_tok..header_tok).take_while(|&i| tokens.get(i).is_some_and(is_dash_rule)).count();
-    let header_columns = header.as_str().matches("%stddev").count();
-    if header_columns != columns {
-        return Err(ParseError::ColumnMismatch { columns: header_columns, commits: columns });
-    }
-    let list_start = tokens.offsets[commit_tok] + "commit:".len();
-    let titles_start = dash_tok.saturating_sub(columns).max(commit_tok + 1);
-    let with_titles = prose::commit_list(&text[list_start..tokens.offsets[titles_start]]);
-    let titles = &tokens.tokens[titles_start..dash_tok];
-    let commits = if with_titles.len() == columns
-        && titles.iter().zip(&with_titles).all(|(t, c)| prefix_match(t, &c.id))
-    {
-        with_titles
-    } else {
-        prose::commit_list(&text[list_start..tokens.offsets[dash_tok]])
+    let block = &text[from..tokens.offsets[titles_tok]];
+    let axes = match prose::last_axes_offset(block) {
+        Some(at) => {
+            let axes_tok = tokens.index_at(at + from);
+            Some(parse_axes(tokens, axes_tok, titles_tok)?)
+        }
+        None => None,
     };
-    if commits.is_empty() {
-        return Err(ParseError::MissingCommits);
-    }
-    if commits.len() != columns {
-        return Err(ParseError::ColumnMismatch { columns, commits: commits.len() });
-    }
+    let list_from = axes.as_ref().map_or(block_tok, |(_, next)| *next);
+    let listed = (list_from..titles_tok)
+        .rev()
+        .find(|&i| tokens.get(i) == Some("commit:"))
+        .map(|i| {
+            prose::commit_list(
+                &text[tokens.offsets[i] + "commit:".len()..tokens.offsets[titles_tok]],
+            )
+        })
+        .unwrap_or_default();
+    // Column titles are the authority on which commits the columns hold; the `commit:` list
+    // adds the printed ids and titles (and may carry notes such as `<--- v2`).
+    let commits: Vec<Commit> = titles
+        .iter()
+        .map(|t| {
+            listed
+                .iter()
+                .find(|c| prefix_match(t, &c.id) && c.id.len().min(t.len()) >= 4)
+                .cloned()
+                .unwrap_or_else(|| Commit {
+                    id: (*t).to_owned(),
+                    title: None,
+                })
+        })
+        .collect();
 
     let failures = (dash_tok + columns..header_tok)
         .find(|&i| tokens.get(i) == Some("fail:runs"))
         .map(|i| table::failures(tokens, i, columns))
         .unwrap_or_default();
     let stats_end = tokens.index_at(header.end());
-    let (rows, rows_end) = table::rows(tokens, stats_end, columns);
+    let (mut rows, mut rows_end) = table::rows(tokens, stats_end, columns);
+    // Some reports print a short table, the footer, then the rest of the same table under
+    // `<below more details following above table FYI>`.
+    if let Some(more) = text[tokens.offsets.get(rows_end).copied().unwrap_or(text.len())..]
+        .find(CONTINUATION)
+        .filter(|&at| at < 2048)
+    {
+        let at =
+            tokens.offsets.get(rows_end).copied().unwrap_or(text.len()) + more + CONTINUATION.len();
+        let (more_rows, end) = table::rows(tokens, tokens.index_at(at), columns);
+        extend_unique(&mut rows, more_rows, |r| r.metric.clone());
+        rows_end = end;
+    }
     if rows.is_empty() {
         return Err(ParseError::EmptyTable);
     }
 
-    let mut params: BTreeMap<String, String> = axes.iter().cloned().collect();
-    let testcase = params.remove("testcase").ok_or(ParseError::MissingTestIdentity)?;
-    let tbox_group = params.remove("tbox_group").ok_or(ParseError::MissingTestIdentity)?;
-    let test = Test {
-        testcase,
-        tbox_group,
-        machine: Default::default(),
-        params,
-        headline: None,
-        commits: commits.iter().map(|c| c.id.clone()).collect(),
-        rows,
-        failures,
+    let test = match axes {
+        Some((pairs, _)) => {
+            let mut params: BTreeMap<String, String> = pairs.into_iter().collect();
+            let testcase = params
+                .remove("testcase")
+                .ok_or(ParseError::MissingTestIdentity)?;
+            let tbox_group = params
+                .remove("tbox_group")
+                .ok_or(ParseError::MissingTestIdentity)?;
+            Some(Test {
+                testcase,
+                tbox_group,
+                machine: Default::default(),
+                params,
+                headline: None,
+                commits: commits.iter().map(|c| c.id.clone()).collect(),
+                rows: Vec::new(),
+                failures: Vec::new(),
+            })
+        }
+        None => None,
     };
-    Ok((Detail { axes, commits, test }, rows_end))
+    Ok((
+        Detail {
+            test,
+            commits,
+            rows,
+            failures,
+        },
+        rows_end,
+    ))
 }

@@ -27,13 +27,16 @@ static REPO_LINE: LazyLock<Regex> = LazyLock::new(|| re(r"^ ((?:https?|git)://\S
 static PATCH_URL: LazyLock<Regex> = LazyLock::new(|| re(r"url: https?://\S+?/commits/(\S+)"));
 static MACHINE: LazyLock<Regex> =
     LazyLock::new(|| re(r"test machine: (.{1,400}?) with ([0-9]+)([GT]) memory"));
-static THREADS: LazyLock<Regex> = LazyLock::new(|| re(r"^([0-9]+) threads?(?: ([0-9]+) sockets?)? ?(.*)$"));
-static AXES: LazyLock<Regex> = LazyLock::new(|| re(r"(?:^| )([A-Za-z0-9_]+(?:/[A-Za-z0-9_]+)+):(?: |$)"));
+static THREADS: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^([0-9]+) threads?(?: ([0-9]+) sockets?)? ?(.*)$"));
+static AXES: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?:^| )([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+):(?: |$)"));
 static ROBOT_ID: LazyLock<Regex> = LazyLock::new(|| {
     re(r"\b(([0-9]{12})\.[0-9a-f]{8}-[A-Za-z0-9._-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)")
 });
-static ATTRIBUTION: LazyLock<Regex> =
-    LazyLock::new(|| re(r"On ([^\n]{6,80}?),? (?:kernel test robot|Oliver Sang)[^\n]{0,80}? wrote:"));
+static ATTRIBUTION: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"On ([^\n]{6,80}?),? (?:kernel test robot|Oliver Sang)[^\n]{0,80}? wrote:")
+});
 
 static DIRECTIONS: LazyLock<DirectionTable> = LazyLock::new(DirectionTable::default);
 
@@ -49,7 +52,11 @@ pub(crate) struct StatedHeadline {
 
 impl StatedHeadline {
     fn new(metric: &str, change: &str, kind: &str) -> Option<Self> {
-        let kind = if kind == "regression" { Kind::Regression } else { Kind::Improvement };
+        let kind = if kind == "regression" {
+            Kind::Regression
+        } else {
+            Kind::Improvement
+        };
         Some(Self {
             metric: metric.trim_end_matches(':').to_owned(),
             change_pct: change.parse().ok()?,
@@ -61,19 +68,30 @@ impl StatedHeadline {
     /// The headline signed as the table prints it: from the metric's row when the table has
     /// one, else from the prose, signing an unsigned number by the metric's direction.
     fn resolve(&self, rows: &[Row]) -> Headline {
+        // The prose speaks of the original comparison, base against the reported commit: the
+        // first change column, also in a follow-up's table with more commits.
         let from_table = rows
             .iter()
             .find(|r| r.metric == self.metric)
-            .and_then(|r| r.values.last().and_then(|v| v.change));
+            .and_then(|r| r.values.get(1).and_then(|v| v.change));
         let change_pct = from_table.unwrap_or_else(|| {
             if self.signed {
                 return self.change_pct;
             }
-            let good = if self.kind == Kind::Improvement { 1.0 } else { -1.0 };
-            let direction = DIRECTIONS.direction(&self.metric).unwrap_or(Direction::HigherIsBetter);
+            let good = if self.kind == Kind::Improvement {
+                1.0
+            } else {
+                -1.0
+            };
+            let direction = DIRECTIONS
+                .direction(&self.metric)
+                .unwrap_or(Direction::HigherIsBetter);
             self.change_pct.abs() * good * direction.sign()
         });
-        Headline { metric: self.metric.clone(), change_pct }
+        Headline {
+            metric: self.metric.clone(),
+            change_pct,
+        }
     }
 }
 
@@ -122,7 +140,10 @@ impl Prose {
         prose.headline = stated;
 
         if let Some(c) = HEAD_COMMIT.captures(text) {
-            prose.commit = Some(Commit { id: c[1].to_owned(), title: Some(c[2].to_owned()) });
+            prose.commit = Some(Commit {
+                id: c[1].to_owned(),
+                title: Some(c[2].to_owned()),
+            });
             let after = &text[c.get(0).map_or(0, |m| m.end()).saturating_sub(1)..];
             prose.branch = PATCH_URL
                 .captures(after.get(..400.min(after.len())).unwrap_or(after))
@@ -164,8 +185,15 @@ fn repo_branch(url: &str, branch: &str) -> String {
 /// Reads `96 threads 2 sockets <cpu>` plus the memory size.
 fn machine(head: &str, memory: &str, unit: &str) -> Machine {
     let description = format!("{head} with {memory}{unit} memory");
-    let memory_gb = memory.parse::<u32>().ok().map(|m| if unit == "T" { m * 1024 } else { m });
-    let mut out = Machine { description: Some(description), memory_gb, ..Machine::default() };
+    let memory_gb = memory
+        .parse::<u32>()
+        .ok()
+        .map(|m| if unit == "T" { m * 1024 } else { m });
+    let mut out = Machine {
+        description: Some(description),
+        memory_gb,
+        ..Machine::default()
+    };
     if let Some(c) = THREADS.captures(head) {
         out.threads = c[1].parse().ok();
         out.sockets = c.get(2).and_then(|s| s.as_str().parse().ok());
@@ -179,20 +207,31 @@ fn machine(head: &str, memory: &str, unit: &str) -> Machine {
 fn machine_cell(cell: &str) -> Machine {
     match MACHINE.captures(&format!("test machine: {cell}")) {
         Some(c) => machine(&c[1], &c[2], &c[3]),
-        None => Machine { description: Some(cell.to_owned()), ..Machine::default() },
+        None => Machine {
+            description: Some(cell.to_owned()),
+            ..Machine::default()
+        },
     }
 }
 
 /// Reads the boxed table after "In addition to that": `| label | value |` rows, where a
 /// `testcase: change` row starts an entry and blank labels continue the one above.
 fn additional_tests(text: &str) -> Vec<AdditionalTest> {
-    let Some(start) = text.find("In addition to that") else { return Vec::new() };
+    let Some(start) = text.find("In addition to that") else {
+        return Vec::new();
+    };
     let rest = &text[start..];
-    let end = ["If you fix", "Details are as below", "=====", "Reported-by", "The kernel config"]
-        .iter()
-        .filter_map(|m| rest.find(m))
-        .min()
-        .unwrap_or(rest.len());
+    let end = [
+        "If you fix",
+        "Details are as below",
+        "=====",
+        "Reported-by",
+        "The kernel config",
+    ]
+    .iter()
+    .filter_map(|m| rest.find(m))
+    .min()
+    .unwrap_or(rest.len());
     let cells: Vec<&str> = rest[..end].split('|').map(str::trim).collect();
     let mut out: Vec<AdditionalTest> = Vec::new();
     let mut i = 1;
@@ -204,7 +243,11 @@ fn additional_tests(text: &str) -> Vec<AdditionalTest> {
             let headline = SUBJECT
                 .captures(stated)
                 .and_then(|c| StatedHeadline::new(&c[1], &c[2], &c[3]));
-            out.push(AdditionalTest { testcase: testcase.to_owned(), headline, ..Default::default() });
+            out.push(AdditionalTest {
+                testcase: testcase.to_owned(),
+                headline,
+                ..Default::default()
+            });
         } else if let Some(entry) = out.last_mut() {
             match label {
                 "test machine" => entry.machine = machine_cell(value),
@@ -242,7 +285,6 @@ pub(crate) fn parse_axes(
     tokens: &Tokens<'_>,
     at: usize,
     limit: usize,
-    _block: &str,
 ) -> Result<(Vec<(String, String)>, usize), ParseError> {
     let header = tokens.get(at).ok_or(ParseError::MissingAxes)?;
     let names: Vec<&str> = header.trim_end_matches(':').split('/').collect();
@@ -261,9 +303,16 @@ pub(crate) fn parse_axes(
     }
     let values: Vec<&str> = values.split('/').collect();
     if values.len() != names.len() {
-        return Err(ParseError::AxesMismatch { names: names.len(), values: values.len() });
+        return Err(ParseError::AxesMismatch {
+            names: names.len(),
+            values: values.len(),
+        });
     }
-    let pairs = names.iter().zip(values).map(|(n, v)| ((*n).to_owned(), v.to_owned())).collect();
+    let pairs = names
+        .iter()
+        .zip(values)
+        .map(|(n, v)| ((*n).to_owned(), v.to_owned()))
+        .collect();
     Ok((pairs, i))
 }
 
@@ -278,13 +327,19 @@ pub(crate) fn commit_list(text: &str) -> Vec<Commit> {
         }
         let after = after.trim_start();
         let (title, after) = match after.strip_prefix("(\"") {
-            Some(t) => match t.find("\") ").or_else(|| t.ends_with("\")").then(|| t.len() - 2)) {
+            Some(t) => match t
+                .find("\") ")
+                .or_else(|| t.ends_with("\")").then(|| t.len() - 2))
+            {
                 Some(end) => (Some(t[..end].to_owned()), &t[end + 2..]),
                 None => break,
             },
             None => (None, after),
         };
-        out.push(Commit { id: id.to_owned(), title });
+        out.push(Commit {
+            id: id.to_owned(),
+            title,
+        });
         rest = after.trim_start();
     }
     out
@@ -299,12 +354,16 @@ pub(crate) fn announces_details(text: &str) -> bool {
 fn stamp_date(stamp: &str) -> Option<DateTime<Utc>> {
     let naive = NaiveDateTime::parse_from_str(stamp, "%Y%m%d%H%M").ok()?;
     let tz = chrono::FixedOffset::east_opt(8 * 3600)?;
-    tz.from_local_datetime(&naive).single().map(|d| d.with_timezone(&Utc))
+    tz.from_local_datetime(&naive)
+        .single()
+        .map(|d| d.with_timezone(&Utc))
 }
 
 /// The date stamped into a robot Message-ID such as `<202309122106.b440c4c6-…>`.
 pub(crate) fn message_id_date(message_id: &str) -> Option<DateTime<Utc>> {
-    ROBOT_ID.captures(message_id).and_then(|c| stamp_date(&c[2]))
+    ROBOT_ID
+        .captures(message_id)
+        .and_then(|c| stamp_date(&c[2]))
 }
 
 /// The date of a quoted report from its attribution line (`On Mon, Feb 19, 2024 at
@@ -312,7 +371,11 @@ pub(crate) fn message_id_date(message_id: &str) -> Option<DateTime<Utc>> {
 pub(crate) fn attribution_date(body: &str) -> Option<DateTime<Utc>> {
     let c = ATTRIBUTION.captures(body)?;
     let when = c[1].split_whitespace().collect::<Vec<_>>().join(" ");
-    for format in ["%a, %b %d, %Y at %I:%M:%S%p %z", "%a, %b %d, %Y at %I:%M:%S %p %z", "%a, %d %b %Y at %H:%M:%S %z"] {
+    for format in [
+        "%a, %b %d, %Y at %I:%M:%S%p %z",
+        "%a, %b %d, %Y at %I:%M:%S %p %z",
+        "%a, %d %b %Y at %H:%M:%S %z",
+    ] {
         if let Ok(d) = DateTime::parse_from_str(&when, format) {
             return Some(d.with_timezone(&Utc));
         }
@@ -326,10 +389,15 @@ mod tests {
 
     #[test]
     fn commit_list_reads_ids_and_titles() {
-        let list = commit_list(r#" c439d5e8a0 ("pcpcntr: add group allocation/free") 14ef95be6f ("kernel/fork: "x" (y)") "#);
+        let list = commit_list(
+            r#" c439d5e8a0 ("pcpcntr: add group allocation/free") 14ef95be6f ("kernel/fork: "x" (y)") "#,
+        );
         assert_eq!(list.len(), 2);
         assert_eq!(list[0].id, "c439d5e8a0");
-        assert_eq!(list[0].title.as_deref(), Some("pcpcntr: add group allocation/free"));
+        assert_eq!(
+            list[0].title.as_deref(),
+            Some("pcpcntr: add group allocation/free")
+        );
         assert_eq!(list[1].title.as_deref(), Some(r#"kernel/fork: "x" (y)"#));
     }
 
@@ -337,8 +405,11 @@ mod tests {
     fn axes_values_may_contain_spaces() -> Result<(), ParseError> {
         let text = "compiler/option_a/tbox_group/testcase: gcc-12/Launch Programs/lkp-csl-2sp7/phoronix-test-suite commit: x";
         let tokens = Tokens::new(text);
-        let (pairs, next) = parse_axes(&tokens, 0, tokens.tokens.len(), text)?;
-        assert_eq!(pairs[1], ("option_a".to_owned(), "Launch Programs".to_owned()));
+        let (pairs, next) = parse_axes(&tokens, 0, tokens.tokens.len())?;
+        assert_eq!(
+            pairs[1],
+            ("option_a".to_owned(), "Launch Programs".to_owned())
+        );
         assert_eq!(pairs[3].1, "phoronix-test-suite");
         assert_eq!(tokens.get(next), Some("commit:"));
         Ok(())
@@ -346,24 +417,37 @@ mod tests {
 
     #[test]
     fn mutt_attribution_dates_parse() {
-        let date = attribution_date("On Mon, Feb 19, 2024 at 01:44:05PM +0800, kernel test robot wrote:");
-        assert_eq!(date.map(|d| d.to_rfc3339()).as_deref(), Some("2024-02-19T05:44:05+00:00"));
+        let date =
+            attribution_date("On Mon, Feb 19, 2024 at 01:44:05PM +0800, kernel test robot wrote:");
+        assert_eq!(
+            date.map(|d| d.to_rfc3339()).as_deref(),
+            Some("2024-02-19T05:44:05+00:00")
+        );
     }
 
     #[test]
     fn robot_message_ids_carry_a_china_time_stamp() {
         let date = message_id_date("<202503312148.c74b0351-lkp@intel.com>");
-        assert_eq!(date.map(|d| d.to_rfc3339()).as_deref(), Some("2025-03-31T13:48:00+00:00"));
+        assert_eq!(
+            date.map(|d| d.to_rfc3339()).as_deref(),
+            Some("2025-03-31T13:48:00+00:00")
+        );
     }
 
     #[test]
     fn torvalds_tree_is_linus() {
         assert_eq!(
-            repo_branch("https://git.kernel.org/cgit/linux/kernel/git/torvalds/linux.git", "master"),
+            repo_branch(
+                "https://git.kernel.org/cgit/linux/kernel/git/torvalds/linux.git",
+                "master"
+            ),
             "linus:master"
         );
         assert_eq!(
-            repo_branch("git://git.kernel.org/cgit/linux/kernel/git/cel/linux", "simple-offset-maple"),
+            repo_branch(
+                "git://git.kernel.org/cgit/linux/kernel/git/cel/linux",
+                "simple-offset-maple"
+            ),
             "cel/linux:simple-offset-maple"
         );
     }

@@ -74,7 +74,9 @@ fn percent(tok: &str) -> Option<f64> {
 /// Reads the optional `± 19%` after a mean, in any of its damaged spellings; returns the
 /// stddev and the number of tokens used.
 fn stddev(tokens: &Tokens<'_>, i: usize) -> (Option<f64>, usize) {
-    let Some(tok) = tokens.get(i) else { return (None, 0) };
+    let Some(tok) = tokens.get(i) else {
+        return (None, 0);
+    };
     if PLUS_MINUS.contains(&tok) {
         if let Some(sd) = tokens.get(i + 1).and_then(percent) {
             return (Some(sd), 2);
@@ -82,10 +84,10 @@ fn stddev(tokens: &Tokens<'_>, i: usize) -> (Option<f64>, usize) {
         return (None, 0);
     }
     for marker in PLUS_MINUS {
-        if let Some(rest) = tok.strip_prefix(marker) {
-            if let Some(sd) = percent(rest) {
-                return (Some(sd), 1);
-            }
+        if let Some(rest) = tok.strip_prefix(marker)
+            && let Some(sd) = percent(rest)
+        {
+            return (Some(sd), 1);
         }
     }
     // The `±` itself lost in transit: a bare unsigned percentage right after a mean can only be
@@ -112,20 +114,32 @@ fn row(tokens: &Tokens<'_>, mut i: usize, columns: usize) -> Option<(Row, usize)
     i += 1;
     let (sd, used) = stddev(tokens, i);
     i += used;
-    values.push(Value { mean, stddev_pct: sd, change: None });
+    values.push(Value {
+        mean,
+        stddev_pct: sd,
+        change: None,
+    });
     for _ in 1..columns {
         let ch = change(tokens.get(i)?)?;
         let mean = number(tokens.get(i + 1)?)?;
         i += 2;
         let (sd, used) = stddev(tokens, i);
         i += used;
-        values.push(Value { mean, stddev_pct: sd, change: Some(ch) });
+        values.push(Value {
+            mean,
+            stddev_pct: sd,
+            change: Some(ch),
+        });
     }
     let metric = tokens.get(i)?;
     if !is_metric(metric) {
         return None;
     }
-    let row = Row { metric: metric.to_owned(), change_unit: change_unit(metric), values };
+    let row = Row {
+        metric: metric.to_owned(),
+        change_unit: change_unit(metric),
+        values,
+    };
     Some((row, i + 1))
 }
 
@@ -133,7 +147,10 @@ fn row(tokens: &Tokens<'_>, mut i: usize, columns: usize) -> Option<(Row, usize)
 /// fits the grammar, up to the first token that cannot start one (the footer, an ASCII plot's
 /// title, the next block).
 pub(crate) fn rows(tokens: &Tokens<'_>, mut i: usize, columns: usize) -> (Vec<Row>, usize) {
-    while tokens.get(i).is_some_and(|t| t.chars().all(|c| c == '\\' || c == '|')) {
+    while tokens
+        .get(i)
+        .is_some_and(|t| t.chars().all(|c| c == '\\' || c == '|'))
+    {
         i += 1;
     }
     let mut out = Vec::new();
@@ -148,7 +165,11 @@ pub(crate) fn rows(tokens: &Tokens<'_>, mut i: usize, columns: usize) -> (Vec<Ro
 fn fail_runs(tok: &str) -> Option<FailRuns> {
     let (fail, runs) = tok.split_once(':')?;
     let runs = runs.parse().ok()?;
-    let fail = if fail.is_empty() { 0 } else { fail.parse().ok()? };
+    let fail = if fail.is_empty() {
+        0
+    } else {
+        fail.parse().ok()?
+    };
     Some(FailRuns { fail, runs })
 }
 
@@ -170,7 +191,13 @@ fn failure(tokens: &Tokens<'_>, mut i: usize, columns: usize) -> Option<(Failure
     if fail_runs(metric).is_some() || metric == "%stddev" {
         return None;
     }
-    Some((Failure { metric: metric.to_owned(), columns: out }, i + 1))
+    Some((
+        Failure {
+            metric: metric.to_owned(),
+            columns: out,
+        },
+        i + 1,
+    ))
 }
 
 /// The rows of a `fail:runs %reproduction fail:runs` table starting at token `i` (the first
@@ -202,11 +229,28 @@ mod tests {
 
     #[test]
     fn row_with_stddevs_and_percent_change() {
-        let rows = parse("5222 ± 19% -22.2% 4060 ± 16% numa-meminfo.node1.Active(anon)", 2);
+        let rows = parse(
+            "5222 ± 19% -22.2% 4060 ± 16% numa-meminfo.node1.Active(anon)",
+            2,
+        );
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].metric, "numa-meminfo.node1.Active(anon)");
-        assert_eq!(rows[0].values[0], Value { mean: 5222.0, stddev_pct: Some(19.0), change: None });
-        assert_eq!(rows[0].values[1], Value { mean: 4060.0, stddev_pct: Some(16.0), change: Some(-22.2) });
+        assert_eq!(
+            rows[0].values[0],
+            Value {
+                mean: 5222.0,
+                stddev_pct: Some(19.0),
+                change: None
+            }
+        );
+        assert_eq!(
+            rows[0].values[1],
+            Value {
+                mean: 4060.0,
+                stddev_pct: Some(16.0),
+                change: Some(-22.2)
+            }
+        );
         assert_eq!(rows[0].change_unit, ChangeUnit::Percent);
     }
 
@@ -238,7 +282,10 @@ mod tests {
 
     #[test]
     fn three_columns_compare_each_to_the_first() {
-        let rows = parse("100 +10.0% 110 ± 3% -5.0% 95 will-it-scale.per_thread_ops", 3);
+        let rows = parse(
+            "100 +10.0% 110 ± 3% -5.0% 95 will-it-scale.per_thread_ops",
+            3,
+        );
         assert_eq!(rows.len(), 1);
         let changes: Vec<_> = rows[0].values.iter().map(|v| v.change).collect();
         assert_eq!(changes, vec![None, Some(10.0), Some(-5.0)]);
@@ -262,7 +309,10 @@ mod tests {
         let failures = failures(&tokens, 0, 2);
         assert_eq!(failures.len(), 2);
         assert_eq!(failures[0].metric, "dmesg.BUG:kernel_NULL_pointer");
-        assert_eq!(failures[0].columns, vec![FailRuns { fail: 0, runs: 6 }, FailRuns { fail: 2, runs: 6 }]);
+        assert_eq!(
+            failures[0].columns,
+            vec![FailRuns { fail: 0, runs: 6 }, FailRuns { fail: 2, runs: 6 }]
+        );
         assert_eq!(failures[1].columns[0], FailRuns { fail: 1, runs: 6 });
     }
 }

@@ -1,0 +1,39 @@
+//! Loading fixtures and parsing them.
+
+use lkplake_ingest::{ParseError, Parsed, parse_message};
+use lkplake_schemas::{Report, Source};
+use std::path::PathBuf;
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+pub fn seed_path(name: &str) -> PathBuf {
+    repo_root().join("examples/reports").join(name)
+}
+
+pub fn read(path: &PathBuf) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("read fixture {}: {e}", path.display()))
+}
+
+pub fn parse_bytes(bytes: &[u8]) -> Result<Parsed, ParseError> {
+    parse_message(
+        bytes,
+        &Source {
+            path: "fixture".into(),
+            index: 0,
+        },
+    )
+}
+
+/// Parses bytes that must hold exactly one report.
+pub fn one_report(bytes: &[u8]) -> Report {
+    match parse_bytes(bytes) {
+        Ok(Parsed::Reports(mut reports)) if reports.len() == 1 => reports.remove(0),
+        other => panic!("expected one report, got {other:?}"),
+    }
+}
+
+pub fn seed(name: &str) -> Report {
+    one_report(&read(&seed_path(name)))
+}
