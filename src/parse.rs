@@ -44,7 +44,7 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
     if matches!(args.format, Format::Table) {
         writeln!(
             out,
-            "{:<32}  {:<20}  {:<7}  {:<22}  {:<16}  {:>5}  headline",
+            "{:<32}  {:<20}  {:<11}  {:<22}  {:<16}  {:>5}  headline",
             "report_key", "date", "kind", "testcase", "machine", "rows"
         )?;
     }
@@ -118,7 +118,7 @@ fn write_report(out: &mut impl Write, format: Format, report: &Report) -> anyhow
                     .unwrap_or_default();
                 writeln!(
                     out,
-                    "{:<32}  {:<20}  {:<7}  {:<22}  {:<16}  {:>5}  {}{}",
+                    "{:<32}  {:<20}  {:<11}  {:<22}  {:<16}  {:>5}  {}{}",
                     report.report_key,
                     report
                         .date

@@ -35,6 +35,14 @@ pub fn parse_message(bytes: &[u8], source: &Source) -> Result<Parsed, ParseError
 
 /// Parses an already decoded message.
 pub fn parse_document(doc: &Document, source: &Source) -> Result<Parsed, ParseError> {
+    // Most mail on a list is not a report: one substring scan settles it before any
+    // allocation.
+    let body = doc.body.as_bytes();
+    if memchr::memmem::find(body, b"%stddev").is_none()
+        && memchr::memmem::find(body, b"Details are as below").is_none()
+    {
+        return Ok(Parsed::NotAReport);
+    }
     let streams = quote_streams(&doc.body);
     let mut reports: Vec<Report> = Vec::new();
     let mut first_error = None;

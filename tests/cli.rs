@@ -1,0 +1,202 @@
+//! The `lkplake` binary as a user runs it.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn lkplake(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lkplake"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn lkplake: {e}"));
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .map(|mut s| s.write_all(input))
+            .transpose()
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    drop(child.stdin.take());
+    child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("wait: {e}"))
+}
+
+fn json_lines(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l}: {e}")))
+        .collect()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lkplake-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    dir
+}
+
+#[test]
+fn parse_prints_one_json_object_per_report_with_the_wire_field_names() {
+    let out = lkplake(&["parse", "examples/reports"], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports = json_lines(&out);
+    assert_eq!(reports.len(), 5);
+    for r in &reports {
+        for field in [
+            "schema_version",
+            "report_key",
+            "message_id",
+            "date",
+            "subject",
+            "kind",
+            "headline",
+            "commit",
+            "base_commit",
+            "branch",
+            "quoted",
+            "source",
+            "tests",
+        ] {
+            assert!(r.get(field).is_some(), "missing {field}");
+        }
+        let test = &r["tests"][0];
+        for field in [
+            "testcase",
+            "tbox_group",
+            "machine",
+            "params",
+            "headline",
+            "commits",
+            "rows",
+            "failures",
+        ] {
+            assert!(test.get(field).is_some(), "missing tests[].{field}");
+        }
+        for field in ["description", "threads", "sockets", "cpu", "memory_gb"] {
+            assert!(
+                test["machine"].get(field).is_some(),
+                "missing machine.{field}"
+            );
+        }
+        let row = &test["rows"][0];
+        assert!(
+            row["values"][0].get("mean").is_some() && row["values"][0].get("stddev_pct").is_some()
+        );
+        assert!(row["values"][0].get("change").is_some());
+        assert!(row.get("change_unit").is_some());
+    }
+    let vm = reports
+        .iter()
+        .find(|r| r["tests"][0]["testcase"] == "vm-scalability")
+        .unwrap_or_else(|| panic!("no vm-scalability report"));
+    assert_eq!(vm["date"], "2023-01-19T14:00:52Z");
+    assert_eq!(vm["kind"], "improvement");
+    assert_eq!(vm["headline"]["metric"], "vm-scalability.throughput");
+    assert_eq!(vm["headline"]["change_pct"], 34.5);
+    assert_eq!(
+        vm["source"]["path"],
+        "examples/reports/002_5fa9b7d75deb5046.txt"
+    );
+    assert_eq!(vm["source"]["index"], 0);
+    let throughput = vm["tests"][0]["rows"]
+        .as_array()
+        .and_then(|rows| {
+            rows.iter()
+                .find(|r| r["metric"] == "vm-scalability.throughput")
+        })
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(throughput["values"][0]["mean"], 2.352e8);
+    assert_eq!(throughput["values"][1]["mean"], 3.164e8);
+    assert_eq!(throughput["values"][1]["change"], 34.5);
+    assert_eq!(throughput["change_unit"], "percent");
+}
+
+#[test]
+fn parse_reads_stdin_and_gzipped_mbox() {
+    let seed = std::fs::read("examples/reports/004_185fc374d8b9a81a.txt").unwrap_or_default();
+    let out = lkplake(&["parse", "-"], Some(&seed));
+    assert!(out.status.success());
+    let reports = json_lines(&out);
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0]["source"]["path"], "-");
+
+    let out = lkplake(
+        &["parse", "ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz"],
+        None,
+    );
+    assert!(out.status.success());
+    assert_eq!(json_lines(&out).len(), 38);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("2014 messages: 38 reports (6 quoted copies), 1977 not reports, 0 failed"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unreadable_and_broken_inputs_fail_with_file_message_and_reason() {
+    let dir = temp_dir("broken");
+    let seed =
+        std::fs::read_to_string("examples/reports/002_5fa9b7d75deb5046.txt").unwrap_or_default();
+    let truncated = &seed[..seed.find("To reproduce:").unwrap_or(seed.len())];
+    let mbox = format!(
+        "From a Thu Jan  1 00:00:00 1970\nSubject: hi\n\nnot a report\n\nFrom b Thu Jan  1 00:00:00 1970\n{truncated}"
+    );
+    let path = dir.join("two.mbox");
+    std::fs::write(&path, mbox).unwrap_or_else(|e| panic!("{e}"));
+    let good = "examples/reports/003_9c167c0450c9a958.txt";
+    let out = lkplake(
+        &[
+            "parse",
+            path.to_str().unwrap_or_default(),
+            good,
+            "/nonexistent/report.eml",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(json_lines(&out).len(), 1, "the good input is still parsed");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}, message 1: report announces details",
+            path.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("/nonexistent/report.eml"), "{stderr}");
+    assert!(!stderr.contains("panicked"));
+}
+
+#[test]
+fn table_format_prints_one_line_per_test() {
+    let out = lkplake(
+        &[
+            "parse",
+            "--format",
+            "table",
+            "examples/reports/001_f80904916b16d277.txt",
+        ],
+        None,
+    );
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(
+        lines[1].contains("aim9")
+            && lines[1].contains("lkp-ivb-2ep1")
+            && lines[1].contains("(quoted)")
+    );
+    assert!(lines[1].contains("aim9.disk_src.ops_per_sec +11.8%"));
+}
