@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# The test command (README): installs what the tests need on a fresh machine, then runs the
-# whole suite. Safe to run again: nothing is installed twice.
+# The test command (README): installs and starts what the tests need on a fresh machine
+# (cargo-nextest, Tansu), runs the whole suite, and stops the services again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
 
 if ! cargo nextest --version >/dev/null 2>&1; then
     cargo install cargo-nextest --locked
 fi
+
+port=${LKPLAKE_TEST_TANSU_PORT:-19092}
+./infra/tansu.sh install
+trap './infra/tansu.sh stop "$port"' EXIT
+export LKPLAKE_TEST_BROKERS
+LKPLAKE_TEST_BROKERS=$(./infra/tansu.sh start "$port")
+echo "Tansu broker at $LKPLAKE_TEST_BROKERS" >&2
 
 cargo fmt --all --check
 cargo nextest run --workspace --locked --no-fail-fast

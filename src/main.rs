@@ -1,6 +1,7 @@
 //! The `lkplake` binary: thin command-line wiring of the library crates.
 
 mod parse;
+mod pipeline;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -18,19 +19,57 @@ enum Command {
     /// Parse reports from files, directories, mbox[.gz] archives or `-` (stdin) and print
     /// them: one JSON object per report per line, or a table.
     Parse(parse::ParseArgs),
+    /// Parse reports and produce them to Kafka (`lkp.reports`; failures to `lkp.reports.dlq`).
+    Ingest(pipeline::IngestArgs),
+    /// Consume reports from Kafka into the lake, exactly once.
+    Transform(pipeline::TransformArgs),
+    /// The whole pipeline in one command: embedded broker, ingest, transform, sample query.
+    Run(pipeline::RunArgs),
+    /// List the dead-letter topic: what could not be parsed, and why.
+    Dlq(pipeline::DlqArgs),
+    /// Compact small files per partition and vacuum unreferenced ones.
+    Compact(pipeline::CompactArgs),
+}
+
+fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let ok = |clean: bool| {
+        if clean {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }
+    };
+    runtime.block_on(async {
+        match command {
+            Command::Ingest(args) => pipeline::run_ingest(&args).await.map(ok),
+            Command::Transform(args) => pipeline::run_transform(&args)
+                .await
+                .map(|()| ExitCode::SUCCESS),
+            Command::Run(args) => pipeline::run_all(&args).await.map(ok),
+            Command::Compact(args) => pipeline::run_compact(&args)
+                .await
+                .map(|()| ExitCode::SUCCESS),
+            Command::Parse(_) | Command::Dlq(_) => Ok(ExitCode::SUCCESS),
+        }
+    })
 }
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("LKPLAKE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,buoyant_kernel=off")),
         )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Parse(args) => parse::run(&args),
+        Command::Dlq(args) => pipeline::run_dlq(&args).map(|()| ExitCode::SUCCESS),
+        command => tokio_main(command),
     };
     match result {
         Ok(code) => code,

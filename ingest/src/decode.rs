@@ -18,6 +18,10 @@ pub struct Document {
     /// With angle brackets.
     pub message_id: Option<String>,
     pub body: String,
+    /// The input was recognisably a mail: RFC 822 headers, or an archive page showing them.
+    pub is_mail: bool,
+    /// The input looked like binary data rather than text.
+    pub is_binary: bool,
 }
 
 /// Decodes one message.
@@ -28,17 +32,30 @@ pub fn decode(bytes: &[u8]) -> Document {
         return doc;
     }
     let text = decode_text(bytes);
-    let text = if looks_like_html(&text) {
+    let html = looks_like_html(&text);
+    let text = if html {
         Cow::Owned(html_to_text(&text))
     } else {
         text
     };
     let mut doc = Document {
         body: text.into_owned(),
+        is_binary: looks_binary(bytes),
         ..Document::default()
     };
     read_pseudo_headers(&mut doc);
+    doc.is_mail = html || doc.subject.is_some() || doc.message_id.is_some() || doc.date.is_some();
     doc
+}
+
+/// NUL bytes or many control characters: not text in any charset a mail archive uses.
+fn looks_binary(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(8192)];
+    let control = head
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t' | 0x0c))
+        .count();
+    head.contains(&0) || control * 20 > head.len()
 }
 
 /// A mail starts with a block of `Name: value` header fields. Web pages and pasted bodies do
@@ -116,6 +133,8 @@ fn decode_mail(bytes: &[u8]) -> Option<Document> {
         date,
         message_id: message.message_id().map(|id| format!("<{id}>")),
         body,
+        is_mail: true,
+        is_binary: false,
     })
 }
 

@@ -21,6 +21,10 @@ pub enum ParseError {
     ColumnMismatch { columns: usize, commits: usize },
     #[error("comparison table has no data rows (truncated report?)")]
     EmptyTable,
+    #[error("binary data, not a mail or a report (is this the right file?)")]
+    Binary,
+    #[error("neither a mail (no headers) nor a kernel test robot report")]
+    Unrecognized,
     #[error(
         "report announces details (`Details are as below`) but the comparison table is missing (truncated report?)"
     )]

@@ -7,8 +7,10 @@
 
 pub mod decode;
 pub mod error;
+pub mod kafka;
 pub mod parser;
 pub mod source;
+pub mod synth;
 
 pub use error::{MessageError, ParseError, SourceError};
 pub use parser::{Parsed, parse_message};

@@ -8,6 +8,7 @@
 pub mod key;
 pub mod metric;
 pub mod report;
+pub mod tables;
 
 pub use report::{
     ChangeUnit, Commit, FailRuns, Failure, Headline, Kind, Machine, Report, Row, SCHEMA_VERSION,

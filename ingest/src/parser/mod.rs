@@ -41,7 +41,7 @@ pub fn parse_document(doc: &Document, source: &Source) -> Result<Parsed, ParseEr
     if memchr::memmem::find(body, b"%stddev").is_none()
         && memchr::memmem::find(body, b"Details are as below").is_none()
     {
-        return Ok(Parsed::NotAReport);
+        return not_a_report(doc);
     }
     let streams = quote_streams(&doc.body);
     let mut reports: Vec<Report> = Vec::new();
@@ -78,7 +78,19 @@ pub fn parse_document(doc: &Document, source: &Source) -> Result<Parsed, ParseEr
     if prose::announces_details(top) {
         return Err(ParseError::Truncated);
     }
-    Ok(Parsed::NotAReport)
+    not_a_report(doc)
+}
+
+/// Mail that is no report is skipped; input that is not even mail is an error, so a wrong
+/// file fed by mistake reaches the dead-letter topic instead of vanishing.
+fn not_a_report(doc: &Document) -> Result<Parsed, ParseError> {
+    if doc.is_binary {
+        Err(ParseError::Binary)
+    } else if doc.is_mail || doc.body.trim().is_empty() {
+        Ok(Parsed::NotAReport)
+    } else {
+        Err(ParseError::Unrecognized)
+    }
 }
 
 /// Splits a body by quote depth (`>`, `>>`, `> > >`), returning each depth's text collapsed to

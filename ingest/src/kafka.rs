@@ -1,0 +1,434 @@
+//! The Kafka side of ingest: topic setup, the idempotent report producer, the dead-letter
+//! topic, and the ingest run that feeds parsed reports into them.
+
+use crate::error::SourceError;
+use crate::parser::{Parsed, parse_message};
+use crate::source::{expand_paths, open};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use lkplake_schemas::{Report, Source};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::util::Timeout;
+use rdkafka::{Offset, TopicPartitionList};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Parsed reports, one JSON message each, keyed by report key.
+pub const REPORTS_TOPIC: &str = "lkp.reports";
+/// Inputs that could not be parsed: the raw bytes, with the reason and origin in headers.
+pub const DLQ_TOPIC: &str = "lkp.reports.dlq";
+
+const HEADER_ERROR: &str = "lkplake-error";
+const HEADER_PATH: &str = "lkplake-path";
+const HEADER_INDEX: &str = "lkplake-index";
+
+/// Reports in flight at once: enough to keep the broker pipeline full, bounded so memory is.
+const MAX_IN_FLIGHT: usize = 4096;
+
+/// Errors of the Kafka side of ingest.
+#[derive(Debug, thiserror::Error)]
+pub enum KafkaIngestError {
+    #[error(
+        "cannot create a Kafka client for {brokers}: {source}; check --brokers / LKPLAKE_BROKERS"
+    )]
+    Client { brokers: String, source: KafkaError },
+    #[error("cannot create topic {topic}: {source}")]
+    CreateTopic { topic: String, source: KafkaError },
+    #[error(
+        "delivery to {topic} failed for {path}, message {index}: {source}; is the broker reachable?"
+    )]
+    Delivery {
+        topic: String,
+        path: String,
+        index: u64,
+        source: KafkaError,
+    },
+    #[error("cannot encode report {key} as JSON: {source}")]
+    Encode {
+        key: String,
+        source: serde_json::Error,
+    },
+    #[error("reading {topic}: {source}")]
+    Consume { topic: String, source: KafkaError },
+    #[error(transparent)]
+    Source(#[from] SourceError),
+}
+
+/// Where to send.
+#[derive(Debug, Clone)]
+pub struct KafkaTarget {
+    pub brokers: String,
+    pub reports_topic: String,
+    pub dlq_topic: String,
+    /// Partitions of topics this run creates.
+    pub partitions: i32,
+    /// Create missing topics first (off for librdkafka's mock cluster, which has no
+    /// CreateTopics: its topics are made on the cluster object).
+    pub create_topics: bool,
+}
+
+impl KafkaTarget {
+    pub fn new(brokers: impl Into<String>) -> Self {
+        Self {
+            brokers: brokers.into(),
+            reports_topic: REPORTS_TOPIC.to_owned(),
+            dlq_topic: DLQ_TOPIC.to_owned(),
+            partitions: 6,
+            create_topics: true,
+        }
+    }
+}
+
+/// Creates the report and dead-letter topics unless they exist.
+pub async fn ensure_topics(target: &KafkaTarget) -> Result<(), KafkaIngestError> {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &target.brokers)
+        .create()
+        .map_err(|source| KafkaIngestError::Client {
+            brokers: target.brokers.clone(),
+            source,
+        })?;
+    let topics = [
+        NewTopic::new(
+            &target.reports_topic,
+            target.partitions,
+            TopicReplication::Fixed(1),
+        ),
+        NewTopic::new(&target.dlq_topic, 1, TopicReplication::Fixed(1)),
+    ];
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let results = admin
+        .create_topics(&topics, &options)
+        .await
+        .map_err(|source| KafkaIngestError::CreateTopic {
+            topic: target.reports_topic.clone(),
+            source,
+        })?;
+    for result in results {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => {
+                return Err(KafkaIngestError::CreateTopic {
+                    topic,
+                    source: KafkaError::AdminOp(code),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An idempotent producer: with `acks=all` and idempotence, a retried send never duplicates
+/// or reorders a report within its partition.
+pub fn producer(brokers: &str) -> Result<FutureProducer, KafkaIngestError> {
+    ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("linger.ms", "20")
+        .set("message.max.bytes", "16777216")
+        .set("queue.buffering.max.messages", "100000")
+        .create()
+        .map_err(|source| KafkaIngestError::Client {
+            brokers: brokers.to_owned(),
+            source,
+        })
+}
+
+/// What an ingest run did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct IngestSummary {
+    pub inputs: u64,
+    pub bytes: u64,
+    pub messages: u64,
+    pub reports: u64,
+    pub quoted: u64,
+    pub not_reports: u64,
+    pub dead_lettered: u64,
+    /// Inputs that could not be read at all (missing file, broken gzip), reported on stderr.
+    pub unreadable: u64,
+}
+
+/// What the parser thread hands to the producer.
+enum Item {
+    Report(Box<Report>),
+    Dead {
+        source: Source,
+        raw: Vec<u8>,
+        error: String,
+    },
+    NotAReport,
+    Unreadable(SourceError),
+    Input {
+        bytes: u64,
+        messages: u64,
+    },
+}
+
+/// Reads, parses and produces everything under `paths`. Parsing runs on its own thread (it is
+/// CPU work) and feeds the producer through a bounded channel. `progress` is called with the
+/// input bytes read so far.
+pub async fn ingest(
+    paths: &[PathBuf],
+    target: &KafkaTarget,
+    progress: impl Fn(u64) + Send,
+) -> Result<IngestSummary, KafkaIngestError> {
+    if target.create_topics {
+        ensure_topics(target).await?;
+    }
+    let producer = producer(&target.brokers)?;
+    let files = expand_paths(paths)?;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(1024);
+    let parser = std::thread::spawn(move || {
+        for path in files {
+            let file = match open(&path) {
+                Ok(file) => file,
+                Err(e) => {
+                    if tx.blocking_send(Item::Unreadable(e)).is_err() {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let mut messages = 0;
+            for message in file.messages() {
+                messages += 1;
+                let source = Source {
+                    path: file.path.clone(),
+                    index: message.index,
+                };
+                let item = match parse_message(&message.bytes, &source) {
+                    Ok(Parsed::Reports(reports)) => {
+                        let mut sent = true;
+                        for report in reports {
+                            sent &= tx.blocking_send(Item::Report(Box::new(report))).is_ok();
+                        }
+                        if !sent {
+                            return;
+                        }
+                        continue;
+                    }
+                    Ok(Parsed::NotAReport) => Item::NotAReport,
+                    Err(e) => Item::Dead {
+                        source,
+                        raw: message.bytes.into_owned(),
+                        error: e.to_string(),
+                    },
+                };
+                if tx.blocking_send(item).is_err() {
+                    return;
+                }
+            }
+            if tx
+                .blocking_send(Item::Input {
+                    bytes: file.len() as u64,
+                    messages,
+                })
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+
+    let mut summary = IngestSummary::default();
+    let mut in_flight = FuturesUnordered::new();
+    while let Some(item) = rx.recv().await {
+        while in_flight.len() >= MAX_IN_FLIGHT {
+            if let Some(result) = in_flight.next().await {
+                result?;
+            }
+        }
+        match item {
+            Item::Report(report) => {
+                summary.reports += 1;
+                summary.quoted += u64::from(report.quoted);
+                in_flight.push(send_report(&producer, &target.reports_topic, *report));
+            }
+            Item::Dead { source, raw, error } => {
+                tracing::warn!(path = %source.path, index = source.index, %error, "dead-lettered");
+                summary.dead_lettered += 1;
+                in_flight.push(send_dead_letter(
+                    &producer,
+                    &target.dlq_topic,
+                    source,
+                    raw,
+                    error,
+                ));
+            }
+            Item::NotAReport => {
+                summary.not_reports += 1;
+            }
+            Item::Unreadable(e) => {
+                eprintln!("lkplake ingest: {e}");
+                summary.unreadable += 1;
+            }
+            Item::Input { bytes, messages } => {
+                summary.inputs += 1;
+                summary.messages += messages;
+                summary.bytes += bytes;
+                progress(summary.bytes);
+            }
+        }
+    }
+    while let Some(result) = in_flight.next().await {
+        result?;
+    }
+    // The thread has finished sending (the channel closed); a panic there is a parser bug
+    // that the property tests exist to prevent.
+    let _ = parser.join();
+    Ok(summary)
+}
+
+/// A send that resolves once the broker acknowledged it (`acks=all`).
+type Pending = std::pin::Pin<Box<dyn Future<Output = Result<(), KafkaIngestError>> + Send>>;
+
+fn send_report(producer: &FutureProducer, topic: &str, report: Report) -> Pending {
+    let producer = producer.clone();
+    let topic = topic.to_owned();
+    Box::pin(async move {
+        let payload = serde_json::to_vec(&report).map_err(|source| KafkaIngestError::Encode {
+            key: report.report_key.clone(),
+            source,
+        })?;
+        let record = FutureRecord::to(&topic)
+            .key(&report.report_key)
+            .payload(&payload);
+        producer
+            .send(record, Timeout::Never)
+            .await
+            .map(|_| ())
+            .map_err(|(source, _)| KafkaIngestError::Delivery {
+                topic: topic.clone(),
+                path: report.source.path.clone(),
+                index: report.source.index,
+                source,
+            })
+    })
+}
+
+fn send_dead_letter(
+    producer: &FutureProducer,
+    topic: &str,
+    source: Source,
+    raw: Vec<u8>,
+    error: String,
+) -> Pending {
+    let producer = producer.clone();
+    let topic = topic.to_owned();
+    Box::pin(async move {
+        let index = source.index.to_string();
+        let headers = OwnedHeaders::new()
+            .insert(Header {
+                key: HEADER_ERROR,
+                value: Some(error.as_str()),
+            })
+            .insert(Header {
+                key: HEADER_PATH,
+                value: Some(source.path.as_str()),
+            })
+            .insert(Header {
+                key: HEADER_INDEX,
+                value: Some(index.as_str()),
+            });
+        let key = format!("{}#{}", source.path, source.index);
+        let record = FutureRecord::to(&topic)
+            .key(&key)
+            .payload(&raw)
+            .headers(headers);
+        producer
+            .send(record, Timeout::Never)
+            .await
+            .map(|_| ())
+            .map_err(|(e, _)| KafkaIngestError::Delivery {
+                topic: topic.clone(),
+                path: source.path.clone(),
+                index: source.index,
+                source: e,
+            })
+    })
+}
+
+/// One entry of the dead-letter topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub partition: i32,
+    pub offset: i64,
+    pub path: String,
+    pub index: u64,
+    pub error: String,
+    pub raw: Vec<u8>,
+}
+
+/// Reads the whole dead-letter topic from the beginning to its current end.
+pub fn read_dead_letters(brokers: &str, topic: &str) -> Result<Vec<DeadLetter>, KafkaIngestError> {
+    let err = |source| KafkaIngestError::Consume {
+        topic: topic.to_owned(),
+        source,
+    };
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "lkplake-dlq-reader")
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true")
+        .create()
+        .map_err(|source| KafkaIngestError::Client {
+            brokers: brokers.to_owned(),
+            source,
+        })?;
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .map_err(err)?;
+    let mut assignment = TopicPartitionList::new();
+    let mut remaining = 0;
+    for t in metadata.topics() {
+        for p in t.partitions() {
+            let (low, high) = consumer
+                .fetch_watermarks(topic, p.id(), Duration::from_secs(10))
+                .map_err(err)?;
+            if high > low {
+                assignment
+                    .add_partition_offset(topic, p.id(), Offset::Beginning)
+                    .map_err(err)?;
+                remaining += 1;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if remaining == 0 {
+        return Ok(out);
+    }
+    consumer.assign(&assignment).map_err(err)?;
+    while remaining > 0 {
+        match consumer.poll(Duration::from_secs(10)) {
+            None => break,
+            Some(Err(KafkaError::PartitionEOF(_))) => remaining -= 1,
+            Some(Err(e)) => return Err(err(e)),
+            Some(Ok(message)) => {
+                let header = |name: &str| {
+                    message
+                        .headers()
+                        .and_then(|h| h.iter().find(|h| h.key == name))
+                        .and_then(|h| h.value)
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                        .unwrap_or_default()
+                };
+                out.push(DeadLetter {
+                    partition: message.partition(),
+                    offset: message.offset(),
+                    path: header(HEADER_PATH),
+                    index: header(HEADER_INDEX).parse().unwrap_or_default(),
+                    error: header(HEADER_ERROR),
+                    raw: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,66 @@
+//! Arrow schemas of the lake tables. Column names are the SQL users write; changing one breaks
+//! their saved queries and dashboards.
+
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use std::sync::{Arc, LazyLock};
+
+/// Partition columns of both tables, in partition order.
+pub const PARTITION_COLUMNS: [&str; 2] = ["testcase", "machine"];
+
+fn time() -> DataType {
+    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+}
+
+/// `metrics`: one row per observation, i.e. per table row and commit column of a report.
+pub static METRICS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("time", time(), true),
+        Field::new("testcase", DataType::Utf8, false),
+        Field::new("machine", DataType::Utf8, false),
+        Field::new("params", DataType::Utf8, false),
+        Field::new("metric", DataType::Utf8, false),
+        Field::new("program", DataType::Utf8, false),
+        Field::new("commit", DataType::Utf8, false),
+        Field::new("role", DataType::Utf8, false),
+        Field::new("value", DataType::Float64, false),
+        Field::new("stddev_pct", DataType::Float64, true),
+        Field::new("change", DataType::Float64, true),
+        Field::new("change_unit", DataType::Utf8, false),
+        Field::new("direction", DataType::Utf8, true),
+        Field::new("is_headline", DataType::Boolean, false),
+        Field::new("report_key", DataType::Utf8, false),
+    ]))
+});
+
+/// `reports`: one row per test of a report.
+pub static REPORTS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("report_key", DataType::Utf8, false),
+        Field::new("test_index", DataType::UInt32, false),
+        Field::new("message_id", DataType::Utf8, true),
+        Field::new("date", time(), true),
+        Field::new("subject", DataType::Utf8, true),
+        Field::new("kind", DataType::Utf8, true),
+        Field::new("headline_metric", DataType::Utf8, true),
+        Field::new("headline_change_pct", DataType::Float64, true),
+        Field::new("commit", DataType::Utf8, false),
+        Field::new("commit_title", DataType::Utf8, true),
+        Field::new("base_commit", DataType::Utf8, false),
+        Field::new("base_commit_title", DataType::Utf8, true),
+        Field::new("branch", DataType::Utf8, true),
+        Field::new("testcase", DataType::Utf8, false),
+        Field::new("machine", DataType::Utf8, false),
+        Field::new("machine_description", DataType::Utf8, true),
+        Field::new("threads", DataType::UInt32, true),
+        Field::new("sockets", DataType::UInt32, true),
+        Field::new("cpu", DataType::Utf8, true),
+        Field::new("memory_gb", DataType::UInt32, true),
+        Field::new("params", DataType::Utf8, false),
+        Field::new("compiler", DataType::Utf8, true),
+        Field::new("kconfig", DataType::Utf8, true),
+        Field::new("rootfs", DataType::Utf8, true),
+        Field::new("rows", DataType::UInt32, false),
+        Field::new("quoted", DataType::Boolean, false),
+        Field::new("source", DataType::Utf8, false),
+    ]))
+});

@@ -1,0 +1,6 @@
+//! The `lkplake` binary as a user runs it: `parse` on its own, and the pipeline against a real
+//! Kafka-protocol broker (Tansu, started by `./infra/test.sh`).
+
+mod common;
+mod parse;
+mod pipeline;

@@ -1,0 +1,270 @@
+//! The pipeline against a real broker: `ingest` → Tansu → `transform` → Delta lake, read back
+//! with DataFusion.
+
+use crate::common::{Pipeline, column_strings, json_lines, lkplake, scalar_i64, temp_dir};
+use std::collections::HashMap;
+
+const CORPUS: &str = "ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz";
+const SEEDS: &str = "examples/reports";
+
+/// What the lake must hold for some inputs, computed from `lkplake parse`: one report per key,
+/// the original's copy where both an original and a quoted copy exist.
+struct Expected {
+    reports: usize,
+    tests: i64,
+    metric_rows: i64,
+}
+
+fn expected(paths: &[&str]) -> Expected {
+    let mut args = vec!["parse"];
+    args.extend_from_slice(paths);
+    let out = lkplake(&args, None);
+    let mut by_key: HashMap<String, serde_json::Value> = HashMap::new();
+    for r in json_lines(&out) {
+        let key = r["report_key"].as_str().unwrap_or_default().to_owned();
+        let keep_new = match by_key.get(&key) {
+            None => true,
+            Some(old) => old["quoted"] == true && r["quoted"] == false,
+        };
+        if keep_new {
+            by_key.insert(key, r);
+        }
+    }
+    let mut e = Expected {
+        reports: by_key.len(),
+        tests: 0,
+        metric_rows: 0,
+    };
+    for r in by_key.values() {
+        for t in r["tests"].as_array().into_iter().flatten() {
+            e.tests += 1;
+            let columns = t["commits"].as_array().map_or(0, Vec::len) as i64;
+            e.metric_rows += t["rows"].as_array().map_or(0, Vec::len) as i64 * columns;
+        }
+    }
+    e
+}
+
+fn assert_lake_matches(p: &Pipeline, e: &Expected) {
+    assert_eq!(
+        scalar_i64(&p.query("SELECT count(DISTINCT report_key) FROM reports")),
+        e.reports as i64
+    );
+    assert_eq!(
+        scalar_i64(&p.query("SELECT count(*) FROM reports")),
+        e.tests
+    );
+    assert_eq!(
+        scalar_i64(&p.query("SELECT count(*) FROM metrics")),
+        e.metric_rows
+    );
+    assert_eq!(
+        scalar_i64(&p.query("SELECT count(DISTINCT report_key) FROM metrics")),
+        e.reports as i64
+    );
+}
+
+#[test]
+fn seeds_and_corpus_through_tansu_land_in_the_lake_exactly_as_parsed() {
+    let p = Pipeline::new("corpus");
+    let out = p.ingest(&[CORPUS, SEEDS]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "2019 messages: 43 reports (7 quoted copies), 1977 not reports skipped, 0 dead-lettered"
+        ),
+        "{stderr}"
+    );
+    let out = p.transform_until_idle();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("43 messages: 38 reports written"),
+        "{stderr}"
+    );
+
+    let e = expected(&[CORPUS, SEEDS]);
+    assert_eq!(e.reports, 38);
+    assert_lake_matches(&p, &e);
+
+    // Seed 002, read by hand: vm-scalability.throughput 2.352e+08 -> 3.164e+08, +34.5%.
+    let rows = p.query(
+        "SELECT role, value, change, change_unit, commit, params, direction, is_headline, CAST(time AS VARCHAR) FROM metrics \
+         WHERE testcase = 'vm-scalability' AND machine = 'lkp-csl-2sp3' AND metric = 'vm-scalability.throughput' \
+         AND commit IN ('dad6a5eb55', 'cb67f4282b') ORDER BY role",
+    );
+    assert_eq!(column_strings(&rows, 0), vec!["base", "head"]);
+    assert_eq!(column_strings(&rows, 1), vec!["235200000.0", "316400000.0"]);
+    assert_eq!(column_strings(&rows, 2), vec!["", "34.5"]);
+    assert_eq!(column_strings(&rows, 3), vec!["percent", "percent"]);
+    assert_eq!(column_strings(&rows, 4), vec!["dad6a5eb55", "cb67f4282b"]);
+    assert_eq!(
+        column_strings(&rows, 5)[0],
+        "compiler=gcc-11,cpufreq_governor=performance,kconfig=x86_64-rhel-8.3,rootfs=debian-11.1-x86_64-20220510.cgz,runtime=300s,size=128G,test=truncate-seq"
+    );
+    assert_eq!(column_strings(&rows, 6)[0], "higher_is_better");
+    assert_eq!(column_strings(&rows, 7), vec!["true", "true"]);
+    assert!(
+        column_strings(&rows, 8)[0].starts_with("2023-01-19T14:00:52"),
+        "{:?}",
+        column_strings(&rows, 8)
+    );
+
+    let reports = p.query(
+        "SELECT kind, headline_metric, headline_change_pct, commit, base_commit, threads, memory_gb, quoted FROM reports \
+         WHERE testcase = 'vm-scalability' AND machine = 'lkp-csl-2sp3' AND base_commit = 'dad6a5eb55'",
+    );
+    let row: Vec<String> = (0..8)
+        .map(|i| column_strings(&reports, i).join("|"))
+        .collect();
+    assert_eq!(
+        row,
+        vec![
+            "improvement",
+            "vm-scalability.throughput",
+            "34.5",
+            "cb67f4282bf9693658dbda934a441ddbbb1446df",
+            "dad6a5eb55",
+            "96",
+            "128",
+            "false"
+        ]
+    );
+
+    // Re-running the transformer over the same topic adds nothing: the lake covers every offset.
+    let out = p.transform_until_idle();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("0 reports written"));
+    assert_lake_matches(&p, &e);
+}
+
+#[test]
+fn a_report_sent_twice_and_quoted_once_is_one_report_with_the_originals_data() {
+    // Quoted copy first: the original that follows replaces it.
+    let p = Pipeline::new("dups");
+    let quoted = "ingest/tests/fixtures/corpus/0869.eml"; // reply quoting 0870, 1 row per table
+    let original = "ingest/tests/fixtures/corpus/0870.eml";
+    assert!(p.ingest(&[quoted]).status.success());
+    p.transform_until_idle();
+    assert_eq!(
+        column_strings(&p.query("SELECT DISTINCT quoted FROM reports"), 0),
+        vec!["true"]
+    );
+    assert!(p.ingest(&[original, original, quoted]).status.success());
+    p.transform_until_idle();
+    let e = expected(&[original]);
+    assert_lake_matches(&p, &e);
+    assert_eq!(
+        column_strings(&p.query("SELECT DISTINCT quoted FROM reports"), 0),
+        vec!["false"]
+    );
+
+    // Original first: later copies change nothing.
+    let p = Pipeline::new("dups2");
+    assert!(p.ingest(&[original, quoted, original]).status.success());
+    p.transform_until_idle();
+    assert_lake_matches(&p, &e);
+    assert_eq!(
+        column_strings(&p.query("SELECT DISTINCT quoted FROM reports"), 0),
+        vec!["false"]
+    );
+}
+
+#[test]
+fn garbage_truncated_and_binary_inputs_go_to_the_dead_letter_topic_and_the_rest_goes_on() {
+    let dir = temp_dir("bad-inputs");
+    let seed =
+        std::fs::read_to_string("examples/reports/002_5fa9b7d75deb5046.txt").unwrap_or_default();
+    let truncated = &seed[..seed.find("To reproduce:").unwrap_or(seed.len())];
+    std::fs::write(dir.join("truncated.txt"), truncated).unwrap_or_else(|e| panic!("{e}"));
+    let cut_table = &seed[..seed.find("2.352e+08").unwrap_or(seed.len())];
+    std::fs::write(dir.join("cut-table.txt"), cut_table).unwrap_or_else(|e| panic!("{e}"));
+    let noise: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(dir.join("noise.bin"), &noise).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dir.join("garbage.txt"),
+        "lorem ipsum %stddev dolor sit amet",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let dir_arg = dir.to_string_lossy().into_owned();
+
+    let p = Pipeline::new("dlq");
+    let out = p.ingest(&[&dir_arg, "examples/reports/003_9c167c0450c9a958.txt"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "5 messages: 1 reports (0 quoted copies), 0 not reports skipped, 4 dead-lettered"
+        ),
+        "{stderr}"
+    );
+    p.transform_until_idle();
+    assert_eq!(
+        scalar_i64(&p.query("SELECT count(DISTINCT report_key) FROM reports")),
+        1
+    );
+
+    let out = p.run(&["dlq"]);
+    assert!(out.status.success());
+    let listing = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = listing.lines().skip(1).collect();
+    assert_eq!(lines.len(), 4, "{listing}");
+    let find = |file: &str| {
+        lines
+            .iter()
+            .find(|l| l.contains(file))
+            .copied()
+            .unwrap_or_default()
+    };
+    assert!(
+        find("truncated.txt#0").contains("report announces details"),
+        "{listing}"
+    );
+    assert!(
+        find("cut-table.txt#0").contains("comparison table has no data rows"),
+        "{listing}"
+    );
+    assert!(
+        find("garbage.txt#0")
+            .contains("neither a mail (no headers) nor a kernel test robot report"),
+        "{listing}"
+    );
+    assert!(find("noise.bin#0").contains("binary data"), "{listing}");
+    assert!(
+        find("truncated.txt#0").contains(&truncated.len().to_string()),
+        "raw bytes are kept: {listing}"
+    );
+}
+
+#[test]
+fn run_works_on_a_fresh_checkout_with_no_broker() {
+    let lake = temp_dir("run-lake");
+    let out = lkplake(
+        &["run", "--lake", &lake.to_string_lossy(), "examples/reports"],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("embedded Kafka cluster"), "{stderr}");
+    assert!(
+        stderr.contains("5 messages: 5 reports written (560 metric rows"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // 2 columns × (66 + 119 + 18 + 49 + 28) rows, by testcase.
+    for (testcase, observations) in [
+        ("aim9", 238),
+        ("lmbench3", 56),
+        ("phoronix-test-suite", 132),
+        ("vm-scalability", 36),
+        ("will-it-scale", 98),
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.contains(testcase) && l.contains(&format!("| {observations} "))),
+            "{testcase}: {stdout}"
+        );
+    }
+}

@@ -1,0 +1,527 @@
+//! The transformer: consumes `lkp.reports`, deduplicates by report key, and commits batches
+//! to the lake together with the offsets they cover.
+//!
+//! Exactly once, without Kafka transactions: every lake commit records, per topic partition,
+//! the last offset it covers (Delta `txn`); a message at or below that offset is already in
+//! the lake and is skipped. Kafka's committed offsets only shorten the replay after a restart.
+
+use crate::lake::{Lake, LakeError, Progress, app_id};
+use crate::normalize::{Batches, Normalizer, Tables};
+use deltalake::kernel::Transaction;
+use futures::FutureExt;
+use lkplake_schemas::Report;
+use lkplake_schemas::metric::DirectionTable;
+use rdkafka::client::ClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
+};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Errors of a transform run.
+#[derive(Debug, thiserror::Error)]
+pub enum TransformError {
+    #[error(
+        "cannot create a Kafka consumer for {brokers}: {source}; check --brokers / LKPLAKE_BROKERS"
+    )]
+    Client { brokers: String, source: KafkaError },
+    #[error(
+        "cannot subscribe to {topic}: {source}; does the topic exist? (`lkplake ingest` creates it)"
+    )]
+    Subscribe { topic: String, source: KafkaError },
+    #[error("Kafka consumer failed: {0}")]
+    Consume(KafkaError),
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error("normalizing a batch failed: {0}")]
+    Normalize(String),
+}
+
+/// How a transform run behaves.
+#[derive(Debug, Clone)]
+pub struct TransformConfig {
+    pub brokers: String,
+    pub topic: String,
+    pub group: String,
+    pub lake: PathBuf,
+    /// Flush when this many `metrics` rows are buffered.
+    pub flush_rows: usize,
+    /// Flush when the oldest buffered report is this old.
+    pub flush_interval: Duration,
+    /// Stop once every assigned partition is drained (instead of running until signalled).
+    pub until_idle: bool,
+}
+
+impl TransformConfig {
+    pub fn new(brokers: impl Into<String>, lake: impl Into<PathBuf>) -> Self {
+        Self {
+            brokers: brokers.into(),
+            topic: "lkp.reports".into(),
+            group: "lkplake-transform".into(),
+            lake: lake.into(),
+            flush_rows: 500_000,
+            flush_interval: Duration::from_secs(5),
+            until_idle: false,
+        }
+    }
+}
+
+/// What a transform run did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TransformSummary {
+    /// Messages read from Kafka.
+    pub messages: u64,
+    /// Messages skipped because the lake already covers their offset (a replay).
+    pub already_in_lake: u64,
+    /// Reports written.
+    pub reports: u64,
+    /// Copies of a report already in the lake (re-sent or quoted), skipped.
+    pub duplicates: u64,
+    /// Quoted copies in the lake replaced by their original.
+    pub replaced_quoted: u64,
+    /// Messages that were not a valid report JSON (kept in Kafka, logged).
+    pub undecodable: u64,
+    /// `metrics` rows written.
+    pub metric_rows: u64,
+    /// Lake commits (each covering both tables).
+    pub commits: u64,
+}
+
+/// Notes rebalances so the main loop can reconcile its buffer with the new assignment.
+struct RebalanceContext {
+    changed: Arc<AtomicBool>,
+}
+
+impl ClientContext for RebalanceContext {
+    fn error(&self, error: KafkaError, reason: &str) {
+        // End of partition is how `--until-idle` learns the topic is drained, not an error.
+        if error.rdkafka_error_code() != Some(rdkafka::types::RDKafkaErrorCode::PartitionEOF) {
+            tracing::error!("librdkafka: {error}: {reason}");
+        }
+    }
+}
+
+impl ConsumerContext for RebalanceContext {
+    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, _rebalance: &Rebalance<'_>) {
+        self.changed.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A consumed report waiting for the next lake commit.
+struct Pending {
+    partition: i32,
+    offset: i64,
+    report: Option<Report>,
+    tables: Tables,
+}
+
+/// What the lake and the buffer know about one report key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    Original,
+    Quoted,
+}
+
+struct Transformer {
+    config: TransformConfig,
+    lake: Lake,
+    /// Keys committed to the lake.
+    lake_keys: HashMap<String, Seen>,
+    /// Lake progress of the partitions we have seen since the last rebalance.
+    progress: HashMap<i32, Progress>,
+    buffer: Vec<Pending>,
+    /// Keys in the buffer, with the index of their entry.
+    buffered_keys: HashMap<String, usize>,
+    /// Keys in the lake to delete before the next commit (quoted copies being replaced).
+    replace: HashSet<String>,
+    buffered_rows: usize,
+    oldest: Option<Instant>,
+    summary: TransformSummary,
+}
+
+/// Runs the transformer until `shutdown` resolves (then flushes and returns) or, with
+/// `until_idle`, until every assigned partition is drained.
+pub async fn run(
+    config: TransformConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<TransformSummary, TransformError> {
+    let changed = Arc::new(AtomicBool::new(false));
+    let consumer: StreamConsumer<RebalanceContext> = ClientConfig::new()
+        .set("bootstrap.servers", &config.brokers)
+        .set("group.id", &config.group)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("enable.partition.eof", "true")
+        .set("session.timeout.ms", "10000")
+        .set("fetch.message.max.bytes", "16777216")
+        .create_with_context(RebalanceContext {
+            changed: changed.clone(),
+        })
+        .map_err(|source| TransformError::Client {
+            brokers: config.brokers.clone(),
+            source,
+        })?;
+    consumer
+        .subscribe(&[&config.topic])
+        .map_err(|source| TransformError::Subscribe {
+            topic: config.topic.clone(),
+            source,
+        })?;
+
+    let lake = Lake::open(&config.lake).await?;
+    let lake_keys = load_keys(&lake).await?;
+    let mut t = Transformer {
+        config,
+        lake,
+        lake_keys,
+        progress: HashMap::new(),
+        buffer: Vec::new(),
+        buffered_keys: HashMap::new(),
+        replace: HashSet::new(),
+        buffered_rows: 0,
+        oldest: None,
+        summary: TransformSummary::default(),
+    };
+    let mut eof: HashSet<i32> = HashSet::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let shutdown = shutdown.fuse();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => {
+                tracing::info!("shutdown requested: flushing");
+                t.flush(&consumer).await?;
+                break;
+            }
+            _ = tick.tick() => {
+                if t.oldest.is_some_and(|o| o.elapsed() >= t.config.flush_interval) {
+                    t.flush(&consumer).await?;
+                }
+                if t.config.until_idle && t.is_idle(&consumer, &eof) {
+                    t.flush(&consumer).await?;
+                    break;
+                }
+            }
+            message = consumer.recv() => {
+                if changed.swap(false, Ordering::SeqCst) {
+                    t.reconcile(&consumer).await?;
+                    eof.clear();
+                }
+                match message {
+                    Err(KafkaError::PartitionEOF(partition)) => {
+                        eof.insert(partition);
+                        if t.config.until_idle && t.is_idle(&consumer, &eof) {
+                            t.flush(&consumer).await?;
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        // Transient broker trouble is retried by librdkafka; say so and go on.
+                        tracing::warn!(error = %e, "consumer error");
+                    }
+                    Ok(message) => {
+                        eof.remove(&message.partition());
+                        let payload = message.payload().map(<[u8]>::to_vec);
+                        t.accept(message.partition(), message.offset(), payload.as_deref()).await?;
+                        if t.buffered_rows >= t.config.flush_rows {
+                            t.flush(&consumer).await?;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(t.summary)
+}
+
+async fn load_keys(lake: &Lake) -> Result<HashMap<String, Seen>, TransformError> {
+    Ok(lake
+        .report_keys()
+        .await?
+        .into_iter()
+        .map(|(k, quoted)| (k, if quoted { Seen::Quoted } else { Seen::Original }))
+        .collect())
+}
+
+impl Transformer {
+    /// Idle: partitions are assigned, every one has reported end-of-partition since its last
+    /// message, and nothing waits to be flushed.
+    fn is_idle(&self, consumer: &StreamConsumer<RebalanceContext>, eof: &HashSet<i32>) -> bool {
+        let Ok(assignment) = consumer.assignment() else {
+            return false;
+        };
+        let assigned: Vec<i32> = assignment
+            .elements()
+            .iter()
+            .map(|e| e.partition())
+            .collect();
+        !assigned.is_empty() && assigned.iter().all(|p| eof.contains(p))
+    }
+
+    async fn progress_of(&mut self, partition: i32) -> Result<Progress, TransformError> {
+        if let Some(p) = self.progress.get(&partition) {
+            return Ok(*p);
+        }
+        let loaded = self.lake.progress(&self.config.topic, &[partition]).await?;
+        let p = loaded.get(&partition).copied().unwrap_or_default();
+        self.progress.insert(partition, p);
+        Ok(p)
+    }
+
+    async fn accept(
+        &mut self,
+        partition: i32,
+        offset: i64,
+        payload: Option<&[u8]>,
+    ) -> Result<(), TransformError> {
+        self.summary.messages += 1;
+        let progress = self.progress_of(partition).await?;
+        let buffered_to = self
+            .buffer
+            .iter()
+            .filter(|p| p.partition == partition)
+            .map(|p| p.offset)
+            .max();
+        if offset < progress.resume_at() || buffered_to.is_some_and(|b| offset <= b) {
+            self.summary.already_in_lake += 1;
+            return Ok(());
+        }
+        let tables = Tables {
+            metrics: progress.metrics.is_none_or(|m| offset > m),
+            reports: progress.reports.is_none_or(|r| offset > r),
+        };
+        let report = match payload.map(serde_json::from_slice::<Report>) {
+            Some(Ok(report)) => Some(report),
+            other => {
+                let reason = match other {
+                    Some(Err(e)) => e.to_string(),
+                    _ => "empty message".to_owned(),
+                };
+                tracing::error!(partition, offset, %reason, "not a report JSON; left in Kafka, skipped");
+                self.summary.undecodable += 1;
+                None
+            }
+        };
+        let report = report.and_then(|r| self.deduplicate(r));
+        if let Some(r) = &report {
+            if tables.metrics {
+                self.buffered_rows += r
+                    .tests
+                    .iter()
+                    .map(|t| t.rows.len() * t.commits.len())
+                    .sum::<usize>();
+            }
+            self.buffered_keys
+                .insert(r.report_key.clone(), self.buffer.len());
+        }
+        // Every message is buffered, report or not, so its offset is recorded in the lake.
+        self.buffer.push(Pending {
+            partition,
+            offset,
+            report,
+            tables,
+        });
+        self.oldest.get_or_insert_with(Instant::now);
+        Ok(())
+    }
+
+    /// Keeps a report unless the lake or the buffer already has it; an original replaces a
+    /// quoted copy.
+    fn deduplicate(&mut self, report: Report) -> Option<Report> {
+        let incoming = if report.quoted {
+            Seen::Quoted
+        } else {
+            Seen::Original
+        };
+        if let Some(&i) = self.buffered_keys.get(&report.report_key) {
+            let held = self.buffer.get_mut(i).and_then(|p| p.report.as_mut());
+            match held {
+                Some(held) if held.quoted && incoming == Seen::Original => {
+                    self.summary.replaced_quoted += 1;
+                    *held = report;
+                }
+                _ => self.summary.duplicates += 1,
+            }
+            return None;
+        }
+        match self.lake_keys.get(&report.report_key) {
+            None => Some(report),
+            Some(Seen::Quoted) if incoming == Seen::Original => {
+                self.summary.replaced_quoted += 1;
+                self.replace.insert(report.report_key.clone());
+                Some(report)
+            }
+            Some(_) => {
+                self.summary.duplicates += 1;
+                None
+            }
+        }
+    }
+
+    /// After a rebalance: drop what belongs to partitions we lost (their new owner replays
+    /// them from the lake's progress) and forget cached progress, which another instance may
+    /// have moved.
+    async fn reconcile(
+        &mut self,
+        consumer: &StreamConsumer<RebalanceContext>,
+    ) -> Result<(), TransformError> {
+        let assigned: HashSet<i32> = consumer
+            .assignment()
+            .map(|a| a.elements().iter().map(|e| e.partition()).collect())
+            .unwrap_or_default();
+        let before = self.buffer.len();
+        self.buffer.retain(|p| assigned.contains(&p.partition));
+        if self.buffer.len() != before {
+            tracing::info!(
+                dropped = before - self.buffer.len(),
+                "partitions revoked: dropped their buffered messages"
+            );
+            self.rebuild_buffer_index();
+        }
+        self.progress.clear();
+        self.lake.refresh().await?;
+        self.lake_keys = load_keys(&self.lake).await?;
+        Ok(())
+    }
+
+    fn rebuild_buffer_index(&mut self) {
+        self.buffered_keys = self
+            .buffer
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.report.as_ref().map(|r| (r.report_key.clone(), i)))
+            .collect();
+        self.buffered_rows = self
+            .buffer
+            .iter()
+            .filter(|p| p.tables.metrics)
+            .filter_map(|p| p.report.as_ref())
+            .map(|r| {
+                r.tests
+                    .iter()
+                    .map(|t| t.rows.len() * t.commits.len())
+                    .sum::<usize>()
+            })
+            .sum();
+        self.replace.retain(|k| self.buffered_keys.contains_key(k));
+    }
+
+    async fn flush(
+        &mut self,
+        consumer: &StreamConsumer<RebalanceContext>,
+    ) -> Result<(), TransformError> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        // Someone else may have committed these partitions since we read their progress
+        // (a rebalance we have not seen yet): re-read and drop what the lake already has.
+        self.lake.refresh().await?;
+        let partitions: Vec<i32> = self
+            .buffer
+            .iter()
+            .map(|p| p.partition)
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let fresh = self.lake.progress(&self.config.topic, &partitions).await?;
+        let before = self.buffer.len();
+        self.buffer.retain(|p| {
+            p.offset
+                >= fresh
+                    .get(&p.partition)
+                    .copied()
+                    .unwrap_or_default()
+                    .resume_at()
+        });
+        if self.buffer.len() != before {
+            tracing::warn!(
+                dropped = before - self.buffer.len(),
+                "another transformer committed these offsets first"
+            );
+            self.rebuild_buffer_index();
+        }
+
+        let mut last: HashMap<i32, i64> = HashMap::new();
+        for p in &self.buffer {
+            let e = last.entry(p.partition).or_insert(p.offset);
+            *e = (*e).max(p.offset);
+        }
+        let txns: Vec<Transaction> = last
+            .iter()
+            .map(|(&partition, &offset)| {
+                Transaction::new(app_id(&self.config.topic, partition), offset)
+            })
+            .collect();
+        let pending = std::mem::take(&mut self.buffer);
+        let (batches, pending) = tokio::task::spawn_blocking(move || {
+            let mut normalizer = Normalizer::new(DirectionTable::default());
+            for p in &pending {
+                if let Some(report) = &p.report {
+                    normalizer.push_into(report, p.tables);
+                }
+            }
+            (normalizer.finish(), pending)
+        })
+        .await
+        .map_err(|e| TransformError::Normalize(e.to_string()))?;
+        let batches: Batches = batches.map_err(|e| TransformError::Normalize(e.to_string()))?;
+        let metric_rows = batches.metrics.num_rows() as u64;
+
+        let replace: Vec<String> = self.replace.drain().collect();
+        self.lake.delete_reports(&replace).await?;
+        self.lake.commit(batches, &txns).await?;
+
+        self.summary.commits += 1;
+        self.summary.metric_rows += metric_rows;
+        for p in pending {
+            if let Some(report) = p.report {
+                self.summary.reports += 1;
+                let seen = if report.quoted {
+                    Seen::Quoted
+                } else {
+                    Seen::Original
+                };
+                self.lake_keys.insert(report.report_key, seen);
+            }
+        }
+        let mut tpl = TopicPartitionList::new();
+        for (&partition, &offset) in &last {
+            self.progress.insert(
+                partition,
+                Progress {
+                    metrics: Some(offset),
+                    reports: Some(offset),
+                },
+            );
+            if tpl
+                .add_partition_offset(&self.config.topic, partition, Offset::Offset(offset + 1))
+                .is_err()
+            {
+                continue;
+            }
+        }
+        // The lake is the truth; the group offset only shortens the next replay, so a failed
+        // commit is worth a warning, not a stop.
+        if let Err(e) = consumer.commit(&tpl, CommitMode::Async) {
+            tracing::warn!(error = %e, "committing Kafka offsets failed (the lake has the data)");
+        }
+        self.buffered_keys.clear();
+        self.buffered_rows = 0;
+        self.oldest = None;
+        tracing::info!(
+            metric_rows,
+            partitions = last.len(),
+            "committed to the lake"
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,436 @@
+//! Normalization: reports into Arrow record batches of the lake's `metrics` and `reports`
+//! tables. Pure CPU work, run off the async runtime by the caller.
+
+use arrow::array::{
+    ArrayRef, BooleanBuilder, Float64Builder, RecordBatch, StringBuilder,
+    TimestampMicrosecondBuilder, UInt32Builder,
+};
+use arrow::compute::{SortColumn, lexsort_to_indices, take_record_batch};
+use arrow::error::ArrowError;
+use lkplake_schemas::key::canonical_params;
+use lkplake_schemas::metric::{DirectionTable, program};
+use lkplake_schemas::tables::{METRICS, REPORTS};
+use lkplake_schemas::{Report, Test};
+use std::sync::Arc;
+
+/// The role of a commit column: the base, the commit under test, or a commit in between
+/// (follow-ups compare more than two).
+pub fn role(column: usize, columns: usize) -> String {
+    match column {
+        0 => "base".to_owned(),
+        c if c + 1 == columns => "head".to_owned(),
+        c => format!("c{c}"),
+    }
+}
+
+#[derive(Debug, Default)]
+struct MetricColumns {
+    time: TimestampMicrosecondBuilder,
+    testcase: StringBuilder,
+    machine: StringBuilder,
+    params: StringBuilder,
+    metric: StringBuilder,
+    program: StringBuilder,
+    commit: StringBuilder,
+    role: StringBuilder,
+    value: Float64Builder,
+    stddev_pct: Float64Builder,
+    change: Float64Builder,
+    change_unit: StringBuilder,
+    direction: StringBuilder,
+    is_headline: BooleanBuilder,
+    report_key: StringBuilder,
+}
+
+#[derive(Debug, Default)]
+struct ReportColumns {
+    report_key: StringBuilder,
+    test_index: UInt32Builder,
+    message_id: StringBuilder,
+    date: TimestampMicrosecondBuilder,
+    subject: StringBuilder,
+    kind: StringBuilder,
+    headline_metric: StringBuilder,
+    headline_change_pct: Float64Builder,
+    commit: StringBuilder,
+    commit_title: StringBuilder,
+    base_commit: StringBuilder,
+    base_commit_title: StringBuilder,
+    branch: StringBuilder,
+    testcase: StringBuilder,
+    machine: StringBuilder,
+    machine_description: StringBuilder,
+    threads: UInt32Builder,
+    sockets: UInt32Builder,
+    cpu: StringBuilder,
+    memory_gb: UInt32Builder,
+    params: StringBuilder,
+    compiler: StringBuilder,
+    kconfig: StringBuilder,
+    rootfs: StringBuilder,
+    rows: UInt32Builder,
+    quoted: BooleanBuilder,
+    source: StringBuilder,
+}
+
+/// Which tables a report's rows go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tables {
+    pub metrics: bool,
+    pub reports: bool,
+}
+
+impl Tables {
+    pub const BOTH: Tables = Tables {
+        metrics: true,
+        reports: true,
+    };
+}
+
+/// Both tables' rows for a set of reports.
+#[derive(Debug)]
+pub struct Batches {
+    /// Sorted by testcase, machine, metric, params, time: rows of one series sit together,
+    /// which is what compresses and what queries prune on.
+    pub metrics: RecordBatch,
+    pub reports: RecordBatch,
+}
+
+/// Accumulates reports into column builders.
+#[derive(Debug, Default)]
+pub struct Normalizer {
+    directions: DirectionTable,
+    metrics: MetricColumns,
+    reports: ReportColumns,
+    metric_rows: usize,
+    report_rows: usize,
+}
+
+impl Normalizer {
+    pub fn new(directions: DirectionTable) -> Self {
+        Self {
+            directions,
+            ..Self::default()
+        }
+    }
+
+    /// Rows of the `metrics` table buffered so far.
+    pub fn metric_rows(&self) -> usize {
+        self.metric_rows
+    }
+
+    pub fn push(&mut self, report: &Report) {
+        self.push_into(report, Tables::BOTH);
+    }
+
+    /// Adds a report's rows to the chosen tables only (a replay after a crash between the two
+    /// tables' commits completes the one that is missing).
+    pub fn push_into(&mut self, report: &Report, tables: Tables) {
+        let time = report.date.map(|d| d.timestamp_micros());
+        for (index, test) in report.tests.iter().enumerate() {
+            if tables.metrics {
+                self.push_metrics(report, test, time);
+            }
+            if tables.reports {
+                self.push_report(report, index, test, time);
+            }
+        }
+    }
+
+    fn push_metrics(&mut self, report: &Report, test: &Test, time: Option<i64>) {
+        let params = canonical_params(&test.params);
+        let headline = test.headline.as_ref().map(|h| h.metric.as_str());
+        let columns = test.commits.len();
+        let m = &mut self.metrics;
+        for row in &test.rows {
+            let direction = self.directions.direction(&row.metric).map(|d| d.as_str());
+            for (column, value) in row.values.iter().enumerate() {
+                m.time.append_option(time);
+                m.testcase.append_value(&test.testcase);
+                m.machine.append_value(&test.tbox_group);
+                m.params.append_value(&params);
+                m.metric.append_value(&row.metric);
+                m.program.append_value(program(&row.metric));
+                m.commit
+                    .append_value(test.commits.get(column).map_or("", String::as_str));
+                m.role.append_value(role(column, columns));
+                m.value.append_value(value.mean);
+                m.stddev_pct.append_option(value.stddev_pct);
+                m.change.append_option(value.change);
+                m.change_unit.append_value(row.change_unit.as_str());
+                m.direction.append_option(direction);
+                m.is_headline
+                    .append_value(headline == Some(row.metric.as_str()));
+                m.report_key.append_value(&report.report_key);
+                self.metric_rows += 1;
+            }
+        }
+    }
+
+    fn push_report(&mut self, report: &Report, index: usize, test: &Test, time: Option<i64>) {
+        let params = canonical_params(&test.params);
+        let r = &mut self.reports;
+        r.report_key.append_value(&report.report_key);
+        r.test_index
+            .append_value(u32::try_from(index).unwrap_or(u32::MAX));
+        r.message_id.append_option(report.message_id.as_deref());
+        r.date.append_option(time);
+        r.subject.append_option(report.subject.as_deref());
+        r.kind.append_option(report.kind.map(|k| k.as_str()));
+        r.headline_metric
+            .append_option(test.headline.as_ref().map(|h| h.metric.as_str()));
+        r.headline_change_pct
+            .append_option(test.headline.as_ref().map(|h| h.change_pct));
+        r.commit.append_value(&report.commit.id);
+        r.commit_title.append_option(report.commit.title.as_deref());
+        r.base_commit.append_value(&report.base_commit.id);
+        r.base_commit_title
+            .append_option(report.base_commit.title.as_deref());
+        r.branch.append_option(report.branch.as_deref());
+        r.testcase.append_value(&test.testcase);
+        r.machine.append_value(&test.tbox_group);
+        r.machine_description
+            .append_option(test.machine.description.as_deref());
+        r.threads.append_option(test.machine.threads);
+        r.sockets.append_option(test.machine.sockets);
+        r.cpu.append_option(test.machine.cpu.as_deref());
+        r.memory_gb.append_option(test.machine.memory_gb);
+        r.params.append_value(&params);
+        r.compiler.append_option(test.params.get("compiler"));
+        r.kconfig.append_option(test.params.get("kconfig"));
+        r.rootfs.append_option(test.params.get("rootfs"));
+        r.rows
+            .append_value(u32::try_from(test.rows.len()).unwrap_or(u32::MAX));
+        r.quoted.append_value(report.quoted);
+        r.source
+            .append_value(format!("{}#{}", report.source.path, report.source.index));
+        self.report_rows += 1;
+    }
+
+    /// Takes the buffered rows as sorted batches and resets the buffers.
+    pub fn finish(&mut self) -> Result<Batches, ArrowError> {
+        let m = &mut self.metrics;
+        let metric_columns: Vec<ArrayRef> = vec![
+            Arc::new(m.time.finish().with_timezone("UTC")),
+            Arc::new(m.testcase.finish()),
+            Arc::new(m.machine.finish()),
+            Arc::new(m.params.finish()),
+            Arc::new(m.metric.finish()),
+            Arc::new(m.program.finish()),
+            Arc::new(m.commit.finish()),
+            Arc::new(m.role.finish()),
+            Arc::new(m.value.finish()),
+            Arc::new(m.stddev_pct.finish()),
+            Arc::new(m.change.finish()),
+            Arc::new(m.change_unit.finish()),
+            Arc::new(m.direction.finish()),
+            Arc::new(m.is_headline.finish()),
+            Arc::new(m.report_key.finish()),
+        ];
+        let metrics = RecordBatch::try_new(METRICS.clone(), metric_columns)?;
+        let r = &mut self.reports;
+        let report_columns: Vec<ArrayRef> = vec![
+            Arc::new(r.report_key.finish()),
+            Arc::new(r.test_index.finish()),
+            Arc::new(r.message_id.finish()),
+            Arc::new(r.date.finish().with_timezone("UTC")),
+            Arc::new(r.subject.finish()),
+            Arc::new(r.kind.finish()),
+            Arc::new(r.headline_metric.finish()),
+            Arc::new(r.headline_change_pct.finish()),
+            Arc::new(r.commit.finish()),
+            Arc::new(r.commit_title.finish()),
+            Arc::new(r.base_commit.finish()),
+            Arc::new(r.base_commit_title.finish()),
+            Arc::new(r.branch.finish()),
+            Arc::new(r.testcase.finish()),
+            Arc::new(r.machine.finish()),
+            Arc::new(r.machine_description.finish()),
+            Arc::new(r.threads.finish()),
+            Arc::new(r.sockets.finish()),
+            Arc::new(r.cpu.finish()),
+            Arc::new(r.memory_gb.finish()),
+            Arc::new(r.params.finish()),
+            Arc::new(r.compiler.finish()),
+            Arc::new(r.kconfig.finish()),
+            Arc::new(r.rootfs.finish()),
+            Arc::new(r.rows.finish()),
+            Arc::new(r.quoted.finish()),
+            Arc::new(r.source.finish()),
+        ];
+        let reports = RecordBatch::try_new(REPORTS.clone(), report_columns)?;
+        self.metric_rows = 0;
+        self.report_rows = 0;
+        Ok(Batches {
+            metrics: sort_by(
+                &metrics,
+                &["testcase", "machine", "metric", "params", "time"],
+            )?,
+            reports,
+        })
+    }
+}
+
+fn sort_by(batch: &RecordBatch, columns: &[&str]) -> Result<RecordBatch, ArrowError> {
+    if batch.num_rows() < 2 {
+        return Ok(batch.clone());
+    }
+    let keys = columns
+        .iter()
+        .map(|name| {
+            let values = batch
+                .column_by_name(name)
+                .cloned()
+                .ok_or_else(|| ArrowError::SchemaError(format!("no column {name}")))?;
+            Ok(SortColumn {
+                values,
+                options: None,
+            })
+        })
+        .collect::<Result<Vec<_>, ArrowError>>()?;
+    let indices = lexsort_to_indices(&keys, None)?;
+    take_record_batch(batch, &indices)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{Float64Type, TimestampMicrosecondType};
+    use lkplake_schemas::{
+        ChangeUnit, Commit, Headline, Machine, Row, SCHEMA_VERSION, Source, Value,
+    };
+
+    fn report() -> Report {
+        let row = |metric: &str, base: f64, head: f64, change: f64, unit| Row {
+            metric: metric.into(),
+            values: vec![
+                Value {
+                    mean: base,
+                    stddev_pct: Some(3.0),
+                    change: None,
+                },
+                Value {
+                    mean: head,
+                    stddev_pct: None,
+                    change: Some(change),
+                },
+            ],
+            change_unit: unit,
+        };
+        Report {
+            schema_version: SCHEMA_VERSION,
+            report_key: "k1".into(),
+            message_id: Some("<m@x>".into()),
+            date: chrono::DateTime::from_timestamp(1_674_136_852, 0),
+            subject: None,
+            kind: Some(lkplake_schemas::Kind::Improvement),
+            headline: Some(Headline {
+                metric: "vm-scalability.throughput".into(),
+                change_pct: 34.5,
+            }),
+            commit: Commit {
+                id: "cb67f4282bf9693658dbda934a441ddbbb1446df".into(),
+                title: None,
+            },
+            base_commit: Commit {
+                id: "dad6a5eb55".into(),
+                title: None,
+            },
+            branch: None,
+            quoted: false,
+            source: Source {
+                path: "a".into(),
+                index: 3,
+            },
+            tests: vec![Test {
+                testcase: "vm-scalability".into(),
+                tbox_group: "lkp-csl-2sp3".into(),
+                machine: Machine::default(),
+                params: [
+                    ("size".to_owned(), "128G".to_owned()),
+                    ("runtime".to_owned(), "300s".to_owned()),
+                ]
+                .into(),
+                headline: Some(Headline {
+                    metric: "vm-scalability.throughput".into(),
+                    change_pct: 34.5,
+                }),
+                commits: vec!["dad6a5eb55".into(), "cb67f4282b".into()],
+                rows: vec![
+                    row(
+                        "vm-scalability.throughput",
+                        2.352e8,
+                        3.164e8,
+                        34.5,
+                        ChangeUnit::Percent,
+                    ),
+                    row(
+                        "mpstat.cpu.all.soft%",
+                        0.34,
+                        0.20,
+                        -0.1,
+                        ChangeUnit::Absolute,
+                    ),
+                ],
+                failures: vec![],
+            }],
+        }
+    }
+
+    #[test]
+    fn every_row_and_column_becomes_one_observation_sorted_by_series() -> Result<(), ArrowError> {
+        let mut n = Normalizer::default();
+        n.push(&report());
+        assert_eq!(n.metric_rows(), 4);
+        let b = n.finish()?;
+        assert_eq!(b.metrics.num_rows(), 4);
+        let metric = b
+            .metrics
+            .column_by_name("metric")
+            .map(|c| c.as_string::<i32>().clone());
+        let metric = metric.ok_or_else(|| ArrowError::SchemaError("metric".into()))?;
+        assert_eq!(metric.value(0), "mpstat.cpu.all.soft%");
+        assert_eq!(metric.value(2), "vm-scalability.throughput");
+        let value = b
+            .metrics
+            .column_by_name("value")
+            .map(|c| c.as_primitive::<Float64Type>().clone());
+        let value = value.ok_or_else(|| ArrowError::SchemaError("value".into()))?;
+        assert_eq!((value.value(2), value.value(3)), (2.352e8, 3.164e8));
+        let role = b
+            .metrics
+            .column_by_name("role")
+            .map(|c| c.as_string::<i32>().clone());
+        let role = role.ok_or_else(|| ArrowError::SchemaError("role".into()))?;
+        assert_eq!((role.value(2), role.value(3)), ("base", "head"));
+        let params = b
+            .metrics
+            .column_by_name("params")
+            .map(|c| c.as_string::<i32>().value(0).to_owned());
+        assert_eq!(params.as_deref(), Some("runtime=300s,size=128G"));
+        let headline = b
+            .metrics
+            .column_by_name("is_headline")
+            .map(|c| c.as_boolean().clone());
+        let headline = headline.ok_or_else(|| ArrowError::SchemaError("is_headline".into()))?;
+        assert!(!headline.value(0) && headline.value(3));
+        let time = b
+            .metrics
+            .column_by_name("time")
+            .map(|c| c.as_primitive::<TimestampMicrosecondType>().value(0));
+        assert_eq!(time, Some(1_674_136_852_000_000));
+        let stddev = b.metrics.column_by_name("stddev_pct").map(|c| c.is_null(3));
+        assert_eq!(stddev, Some(true));
+        assert_eq!(b.reports.num_rows(), 1);
+        Ok(())
+    }
+
+    #[test]
+    fn follow_up_columns_get_base_middle_and_head_roles() {
+        assert_eq!(
+            (role(0, 4), role(1, 4), role(2, 4), role(3, 4)),
+            ("base".into(), "c1".into(), "c2".into(), "head".into())
+        );
+    }
+}
