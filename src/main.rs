@@ -1,5 +1,6 @@
 //! The `lkplake` binary: thin command-line wiring of the library crates.
 
+mod generate;
 mod parse;
 mod pipeline;
 
@@ -29,6 +30,8 @@ enum Command {
     Dlq(pipeline::DlqArgs),
     /// Compact small files per partition and vacuum unreferenced ones.
     Compact(pipeline::CompactArgs),
+    /// Generate realistic synthetic reports (for benchmarks and tests).
+    Gen(generate::GenArgs),
 }
 
 fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
@@ -52,7 +55,7 @@ fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
             Command::Compact(args) => pipeline::run_compact(&args)
                 .await
                 .map(|()| ExitCode::SUCCESS),
-            Command::Parse(_) | Command::Dlq(_) => Ok(ExitCode::SUCCESS),
+            Command::Parse(_) | Command::Dlq(_) | Command::Gen(_) => Ok(ExitCode::SUCCESS),
         }
     })
 }
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Parse(args) => parse::run(&args),
         Command::Dlq(args) => pipeline::run_dlq(&args).map(|()| ExitCode::SUCCESS),
+        Command::Gen(args) => generate::run(&args).map(|()| ExitCode::SUCCESS),
         command => tokio_main(command),
     };
     match result {

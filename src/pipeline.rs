@@ -64,6 +64,10 @@ pub struct TransformArgs {
     /// Exit once the topic is drained instead of running until SIGINT/SIGTERM.
     #[arg(long, env = "LKPLAKE_UNTIL_IDLE")]
     pub until_idle: bool,
+    /// Static group membership id (unique per running instance, stable across its restarts):
+    /// a restarted instance takes its partitions back at once.
+    #[arg(long, env = "LKPLAKE_INSTANCE_ID")]
+    pub instance_id: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -192,6 +196,7 @@ pub async fn run_transform(args: &TransformArgs) -> anyhow::Result<()> {
     config.flush_rows = args.flush_rows;
     config.flush_interval = Duration::from_millis(args.flush_ms);
     config.until_idle = args.until_idle;
+    config.instance_id = args.instance_id.clone();
     let summary = transform(config, shutdown_signal()).await?;
     print_transform(&summary);
     Ok(())

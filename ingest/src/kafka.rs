@@ -47,7 +47,7 @@ pub enum KafkaIngestError {
         topic: String,
         path: String,
         index: u64,
-        source: KafkaError,
+        source: Box<KafkaError>,
     },
     #[error("cannot encode report {key} as JSON: {source}")]
     Encode {
@@ -308,7 +308,7 @@ fn send_report(producer: &FutureProducer, topic: &str, report: Report) -> Pendin
                 topic: topic.clone(),
                 path: report.source.path.clone(),
                 index: report.source.index,
-                source,
+                source: Box::new(source),
             })
     })
 }
@@ -350,7 +350,7 @@ fn send_dead_letter(
                 topic: topic.clone(),
                 path: source.path.clone(),
                 index: source.index,
-                source: e,
+                source: Box::new(e),
             })
     })
 }

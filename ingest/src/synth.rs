@@ -167,6 +167,8 @@ const NOISE_LIMIT_SIGMA: f64 = 3.0;
 const MIN_STEP_SIGMAS: f64 = 4.0;
 const MIN_STEP_PCT: f64 = 3.0;
 const MAX_STEP_PCT: f64 = 40.0;
+/// Appearances of a job between two steps of its headline, where the robot does not force one.
+const EVENT_GAP: usize = 3;
 /// Levels below this print with too little resolution (`%.2f`) for a small step to show.
 const MIN_STEP_LEVEL: f64 = 0.5;
 
@@ -2124,8 +2126,11 @@ fn monitor_metrics(m: &MachineDef, rng: &mut Rng) -> Vec<(String, f64, f64)> {
     for &(n, lo, hi) in SOFTIRQS {
         add(n.to_owned(), lo, hi);
     }
-    for _ in 0..3 {
-        let cpu = rng.below(m.threads as usize);
+    // Three distinct CPUs: a table never names one metric twice.
+    let mut cpus: Vec<usize> = (0..3).map(|_| rng.below(m.threads as usize)).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    for cpu in cpus {
         add(format!("softirqs.CPU{cpu}.RCU"), 1e4, 1e6);
     }
     let mut caches: Vec<&str> = SLAB_CACHES.to_vec();
@@ -2152,20 +2157,20 @@ fn monitor_metrics(m: &MachineDef, rng: &mut Rng) -> Vec<(String, f64, f64)> {
             add(format!("perf-sched.{kind}.{site}"), lo, hi);
         }
     }
-    for scope in ["i", "overall", "ps"] {
-        if scope != "overall" {
-            for &(n, lo, hi) in PERF_STAT_COUNTERS {
-                add(format!("perf-stat.{scope}.{n}"), lo, hi);
-            }
-        }
-        for &(n, lo, hi) in PERF_STAT_RATIOS {
-            add(format!("perf-stat.{scope}.{n}"), lo, hi);
-        }
-        if scope == "i" {
-            for &(n, lo, hi) in PERF_STAT_METRICS {
-                add(format!("perf-stat.i.{n}"), lo, hi);
-            }
-        }
+    // perf-stat prints per-interval values (`i`), whole-run ratios (`overall`) and per-second
+    // counters (`ps`).
+    for &(n, lo, hi) in PERF_STAT_COUNTERS
+        .iter()
+        .chain(PERF_STAT_RATIOS)
+        .chain(PERF_STAT_METRICS)
+    {
+        add(format!("perf-stat.i.{n}"), lo, hi);
+    }
+    for &(n, lo, hi) in PERF_STAT_RATIOS {
+        add(format!("perf-stat.overall.{n}"), lo, hi);
+    }
+    for &(n, lo, hi) in PERF_STAT_COUNTERS {
+        add(format!("perf-stat.ps.{n}"), lo, hi);
     }
     add("perf-stat.total.instructions".to_owned(), 1e12, 1e14);
     for &(n, lo, hi) in SCHED_DEBUG {
@@ -2261,21 +2266,23 @@ impl Job {
 
 fn new_job(rng: &mut Rng, config: &SynthConfig, series: usize) -> Job {
     let tc = &TESTCASES[rng.weighted(TESTCASES.iter().map(|t| t.weight))];
-    let window = if rng.chance(0.25) {
+    let window = if rng.chance(0.3) {
         (0.0, 1.0)
     } else {
-        let start = rng.uniform(0.0, 0.85);
-        (start, (start + rng.uniform(0.2, 0.9)).min(1.0))
+        let start = rng.uniform(-0.2, 0.85).max(0.0);
+        (start, (start + rng.uniform(0.3, 1.0)).min(1.0))
     };
-    let mid_year = config.start_year.saturating_add(
-        ((window.0 + window.1) / 2.0 * f64::from(config.years.max(1))).floor() as i32,
-    );
+    // Machine and toolchain are those of the job's first year, so no report shows a box or a
+    // rootfs from its future.
+    let first_year = config
+        .start_year
+        .saturating_add((window.0 * f64::from(config.years.max(1))).floor() as i32);
     let candidates: Vec<&'static MachineDef> =
         tc.machines.iter().filter_map(|t| machine(t)).collect();
     let current: Vec<&'static MachineDef> = candidates
         .iter()
         .copied()
-        .filter(|m| m.since <= mid_year)
+        .filter(|m| m.since <= first_year)
         .collect();
     let pool = if current.is_empty() {
         &candidates
@@ -2288,7 +2295,7 @@ fn new_job(rng: &mut Rng, config: &SynthConfig, series: usize) -> Job {
     };
     let toolchains: Vec<_> = TOOLCHAINS
         .iter()
-        .filter(|t| t.3 <= mid_year && mid_year <= t.4)
+        .filter(|t| t.3 <= first_year && first_year <= t.4)
         .collect();
     let &(compiler, kconfig, rootfs, _, _) = match toolchains.len() {
         0 => &TOOLCHAINS[0],
@@ -2324,7 +2331,7 @@ fn new_job(rng: &mut Rng, config: &SynthConfig, series: usize) -> Job {
         }
     }
     prose.push((PERF.0.to_owned(), PERF.1[0].to_owned()));
-    if mid_year <= 2022 && !m.ucode.is_empty() && rng.chance(0.4) {
+    if first_year <= 2022 && !m.ucode.is_empty() && rng.chance(0.4) {
         prose.push(("ucode".to_owned(), (*rng.pick(m.ucode)).to_owned()));
     }
     let rootfs = if tc.name == "phoronix-test-suite" {
@@ -2394,8 +2401,9 @@ fn new_job(rng: &mut Rng, config: &SynthConfig, series: usize) -> Job {
     let (level0, noise): (Vec<f64>, Vec<f64>) = metrics
         .iter()
         .map(|d| {
-            let mut r = Rng::derive(series_seed, hash_str(&d.name));
-            let level = r.log_uniform(d.lo, d.hi);
+            let level =
+                Rng::derive(series_seed, hash_str(&level_key(&d.name))).log_uniform(d.lo, d.hi);
+            let mut r = Rng::derive(series_seed, !hash_str(&d.name));
             let noise = if d.headline {
                 r.log_uniform(0.005, 0.03)
             } else {
@@ -2420,6 +2428,29 @@ fn new_job(rng: &mut Rng, config: &SynthConfig, series: usize) -> Job {
     }
 }
 
+/// Metrics that measure nearly the same thing share their level (an `elapsed_time.max` below
+/// its `elapsed_time`, or more active slabs than slabs, would look wrong): the name of the
+/// metric whose level a metric takes. Both draw from the same range.
+fn level_key(name: &str) -> std::borrow::Cow<'_, str> {
+    const SAME: &[(&str, &str)] = &[
+        ("elapsed_time.max", "elapsed_time"),
+        (".active_objs", ".num_objs"),
+        (".active_slabs", ".num_slabs"),
+        (".numa_local", ".numa_hit"),
+        (".local_node", ".numa_hit"),
+        (".nr_zone_active_anon", ".nr_active_anon"),
+        (".Active(anon)", ".Active"),
+        (".minor-faults", ".page-faults"),
+        (".pgfree", ".pgalloc_normal"),
+    ];
+    for (suffix, instead) in SAME {
+        if let Some(stem) = name.strip_suffix(suffix) {
+            return format!("{stem}{instead}").into();
+        }
+    }
+    name.into()
+}
+
 /// Smallest step a series can carry and still show in the report that carries it.
 fn min_step_pct(noise: f64) -> f64 {
     (noise * 100.0 * MIN_STEP_SIGMAS).max(MIN_STEP_PCT)
@@ -2429,10 +2460,11 @@ fn min_step_pct(noise: f64) -> f64 {
 /// returns, per report index, the (metric index, change %) pairs.
 ///
 /// A report whose "In addition" box lists the job always carries a headline step (the robot
-/// lists only tests that moved); as the main test, a later appearance carries one with
-/// probability 0.3, so series also have long flat stretches. A headline step drags some of the
-/// test's other metrics along; independently, about one core series in ten gets a step of its
-/// own somewhere.
+/// lists only tests that moved). As the main test, an appearance carries one with probability
+/// 0.2, and not within [`EVENT_GAP`] appearances of the previous one, so that series have flat
+/// stretches for change-point detection to work on. A headline step drags some of the test's
+/// other metrics along (and a few monitors); independently, about one core series in ten gets
+/// a step of its own somewhere.
 fn plan_steps(
     job: &Job,
     appearances: &[(usize, bool)],
@@ -2442,6 +2474,7 @@ fn plan_steps(
     let mut level: Vec<f64> = job.level0[..job.core].to_vec();
     let headlines: Vec<usize> = (0..job.core).filter(|&i| job.metrics[i].headline).collect();
     let independent = 0.1 / appearances.len().saturating_sub(1).max(1) as f64;
+    let mut last_event: Option<usize> = None;
     for (k, &(report, main)) in appearances.iter().enumerate() {
         let mut here: Vec<(usize, f64)> = Vec::new();
         let mut step = |m: usize, pct: f64, here: &mut Vec<(usize, f64)>| {
@@ -2462,7 +2495,11 @@ fn plan_steps(
             level[m] *= 1.0 + pct / 100.0;
             here.push((m, pct));
         };
-        let event = !main || (k > 0 && rng.chance(0.3));
+        let rested = last_event.is_none_or(|e| k >= e + EVENT_GAP);
+        let event = !main || (rested && rng.chance(0.2));
+        if event {
+            last_event = Some(k);
+        }
         if event && !headlines.is_empty() {
             let lead = if rng.chance(0.75) {
                 headlines[0]
@@ -2478,7 +2515,7 @@ fn plan_steps(
                     continue;
                 }
                 let def = &job.metrics[m];
-                if def.group == 0 && rng.chance(0.5) {
+                if def.group == 0 && rng.chance(0.4) {
                     let same = if def.headline || rng.chance(0.5) {
                         sign
                     } else {
@@ -2486,7 +2523,7 @@ fn plan_steps(
                     };
                     let size = size * rng.uniform(0.6, 1.1);
                     step(m, same * size, &mut here);
-                } else if def.group != 0 && rng.chance(0.12) {
+                } else if def.group != 0 && rng.chance(0.05) {
                     let s = if rng.chance(0.5) { 1.0 } else { -1.0 };
                     let size = rng.log_uniform(min_step_pct(job.noise[m]), MAX_STEP_PCT);
                     step(m, s * size, &mut here);
@@ -2622,7 +2659,7 @@ struct TestOut {
     headline_change: String,
     headline_change_pct: f64,
     kind: Kind,
-    /// Head and base level of the headline metric, for legacy plots.
+    /// Base and head value and noise of the headline metric, for legacy plots.
     headline_levels: (f64, f64, f64),
 }
 
@@ -2633,7 +2670,7 @@ fn render_test(
     job_index: usize,
     job: &Job,
     levels: &mut [f64],
-    steps_here: Option<&Vec<(usize, f64)>>,
+    steps_here: &[(usize, f64)],
     report: usize,
     main: bool,
     rng: &mut Rng,
@@ -2653,9 +2690,8 @@ fn render_test(
     }
     chosen.truncate(extra);
 
-    let step_of = |m: usize| -> Option<f64> {
-        steps_here.and_then(|s| s.iter().find(|&&(i, _)| i == m).map(|&(_, p)| p))
-    };
+    let step_of =
+        |m: usize| -> Option<f64> { steps_here.iter().find(|&&(i, _)| i == m).map(|&(_, p)| p) };
     let mut rows: Vec<RowOut> = Vec::with_capacity(job.core + extra);
     for m in (0..job.core).chain(chosen) {
         let def = &job.metrics[m];
@@ -2702,12 +2738,21 @@ fn render_test(
         })
     });
 
-    // The headline: the test's own metric that stepped most here, else its primary one.
+    // The headline: the test's own index metric that stepped most here; without a step, the
+    // one that moved most (as the robot would pick it), else the primary one.
+    let printed = |r: &RowOut| r.change.trim_end_matches('%').parse::<f64>().unwrap_or(0.0);
     let headline = (0..job.core)
         .filter(|&m| job.metrics[m].headline)
         .filter_map(|m| step_of(m).map(|p| (m, p)))
         .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
-        .map_or(0, |(m, _)| m);
+        .map(|(m, _)| m)
+        .or_else(|| {
+            rows.iter()
+                .filter(|r| job.metrics[r.metric].headline)
+                .max_by(|a, b| printed(a).abs().total_cmp(&printed(b).abs()))
+                .map(|r| r.metric)
+        })
+        .unwrap_or(0);
 
     let mut text = String::new();
     let mut headline_change = String::new();
@@ -2800,10 +2845,10 @@ fn addition_box(entries: &[(String, String, Vec<String>)]) -> String {
     out
 }
 
-/// A legacy ASCII plot of the headline metric over bisect samples ('+' good, 'O' bad).
+/// A legacy ASCII plot of the headline metric over bisect samples ('+' good, 'O' bad), on
+/// round y ticks two lines apart, like the gnuplot dumb terminal the robot used.
 fn ascii_plot(out: &mut String, metric: &str, levels: (f64, f64, f64), rng: &mut Rng) {
     const WIDTH: usize = 66;
-    const HEIGHT: usize = 16;
     let (good, bad, noise) = levels;
     let good_samples: Vec<f64> = (0..rng.between(15, 30))
         .map(|_| good * (1.0 + noise * rng.bounded_gaussian()))
@@ -2812,47 +2857,53 @@ fn ascii_plot(out: &mut String, metric: &str, levels: (f64, f64, f64), rng: &mut
         .map(|_| bad * (1.0 + noise * rng.bounded_gaussian()))
         .collect();
     let all = || good_samples.iter().chain(&bad_samples).copied();
-    let lo = all().fold(f64::INFINITY, f64::min);
-    let hi = all().fold(f64::NEG_INFINITY, f64::max);
-    let pad = ((hi - lo) * 0.1).max(hi.abs() * 0.01).max(1e-9);
-    let (lo, hi) = (lo - pad, hi + pad);
-    let mut grid = vec![vec![b' '; WIDTH]; HEIGHT + 1];
+    let min = all().fold(f64::INFINITY, f64::min);
+    let max = all().fold(f64::NEG_INFINITY, f64::max);
+    let step = nice_step(((max - min) / 7.0).max(max.abs() * 1e-3).max(1e-6));
+    let lo = (min / step).floor() * step;
+    let hi = ((max / step).ceil() * step).max(lo + step);
+    let ticks = ((hi - lo) / step).round().max(1.0) as usize;
+    let height = ticks * 2;
+    let mut grid = vec![vec![b' '; WIDTH]; height + 1];
     let mut place = |samples: &[f64], mark: u8, offset: usize| {
         for (i, v) in samples.iter().enumerate() {
             let x = (offset + i * (WIDTH - 4) / samples.len().max(1)).min(WIDTH - 2) + 1;
-            let y = (((hi - v) / (hi - lo)) * HEIGHT as f64).round() as usize;
-            grid[y.clamp(1, HEIGHT - 1)][x] = mark;
+            let y = (((hi - v) / (hi - lo)) * height as f64).round() as usize;
+            grid[y.clamp(1, height.saturating_sub(1).max(1))][x] = mark;
         }
     };
     place(&good_samples, b'+', 0);
     place(&bad_samples, b'O', 2);
-    let label = |v: f64| {
-        if hi.abs() >= 1000.0 {
-            (v.round() as i64).to_string()
-        } else {
-            format!("{v:.1}")
-        }
-    };
+    let decimals = (-step.log10().floor()).max(0.0) as usize;
+    let label = |v: f64| format!("{v:.decimals$}");
     let _ = writeln!(out, "\n\n{metric:^80}\n");
     let rule = "-".repeat(WIDTH);
     for (y, row) in grid.iter().enumerate() {
-        let value = hi - (hi - lo) * y as f64 / HEIGHT as f64;
-        if y == 0 {
+        let value = hi - step * (y / 2) as f64;
+        let content = String::from_utf8_lossy(row).into_owned();
+        if y == 0 || y == height {
             let _ = writeln!(out, "{:>8} +{rule}+", label(value));
-            continue;
-        }
-        let mut content = String::from_utf8_lossy(row).into_owned();
-        if y.is_multiple_of(2) {
-            if content.starts_with("  ") {
-                content.replace_range(0..2, "-+");
-            }
+        } else if y.is_multiple_of(2) {
+            let content = match content.strip_prefix("  ") {
+                Some(rest) => format!("-+{rest}"),
+                None => content,
+            };
             let _ = writeln!(out, "{:>8} |{content}|", label(value));
         } else {
             let _ = writeln!(out, "         |{content}|");
         }
     }
-    let _ = writeln!(out, "{:>8} +{rule}+", label(lo));
     out.push_str("\n\n[*] bisect-good sample\n[O] bisect-bad sample\n");
+}
+
+/// The round axis step (1, 2 or 5 times a power of ten) nearest above `raw`.
+fn nice_step(raw: f64) -> f64 {
+    let magnitude = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * magnitude)
+        .find(|&s| s >= raw)
+        .unwrap_or(10.0 * magnitude)
 }
 
 /// A commit subject line in kernel style.
@@ -2927,9 +2978,10 @@ pub fn generate(config: &SynthConfig) -> Synth {
     let end = year_start(start_year.saturating_add(years as i32));
     let span = (end - start).max(1) as f64;
 
-    // Jobs: about one per 25 reports, so each series has a few dozen points.
+    // Jobs: about one per 15 reports, so each series has a few dozen points (jobs also run
+    // in an "In addition" box, and only over their window).
     let mut rng = Rng::derive(config.seed, 1);
-    let wanted = (n / 25).clamp(n.min(4), 2000);
+    let wanted = (n / 15).clamp(n.min(6), 3000);
     let mut jobs: Vec<Job> = Vec::with_capacity(wanted);
     let mut seen = HashSet::new();
     for _ in 0..wanted {
@@ -3018,7 +3070,7 @@ pub fn generate(config: &SynthConfig) -> Synth {
                     j,
                     &jobs[j],
                     &mut levels[j],
-                    plans[j].get(&i),
+                    plans[j].get(&i).map_or(&[], Vec::as_slice),
                     i,
                     k == 0,
                     &mut rng,
@@ -3094,6 +3146,10 @@ fn render_report(
     // Message-ID: the modern robot stamps the report's generation time (China time) into it;
     // legacy mails went out through mutt.
     let generated = slot.time - chrono::Duration::seconds(rng.between(300, 5 * 3600) as i64);
+    // A patch from the list: when it was posted, and its own Message-ID (the report replies to
+    // it and links it).
+    let posted = slot.time - chrono::Duration::days(rng.between(2, 20) as i64);
+    let patch_serial = rng.between(1000, 999_999);
     let message_id = match format {
         SynthFormat::Modern => format!(
             "<{}.{}-{}@intel.com>",
@@ -3163,9 +3219,8 @@ fn render_report(
     if patch && format == SynthFormat::Modern {
         let _ = writeln!(
             text,
-            "In-Reply-To: <{}.{}-{part}-{author_mail}>",
-            (slot.time - chrono::Duration::days(rng.between(2, 20) as i64)).format("%Y%m%d%H%M%S"),
-            rng.between(1000, 999_999)
+            "In-Reply-To: <{}.{patch_serial}-{part}-{author_mail}>",
+            posted.format("%Y%m%d%H%M%S"),
         );
     }
     if format == SynthFormat::Legacy {
@@ -3203,7 +3258,6 @@ fn render_report(
         .unwrap_or(&BRANCHES[0])
         .repo;
     if patch {
-        let pushed = slot.time - chrono::Duration::days(rng.between(2, 20) as i64);
         let owner = match format {
             SynthFormat::Modern => "intel-lab-lkp",
             SynthFormat::Legacy => "0day-ci",
@@ -3212,15 +3266,14 @@ fn render_report(
             text,
             "url: https://github.com/{owner}/linux/commits/{first}-{last}/{}/{}",
             slug(&title),
-            pushed.format("%Y%m%d-%H%M%S")
+            posted.format("%Y%m%d-%H%M%S")
         );
         let _ = writeln!(text, "base: {base_repo}");
         if format == SynthFormat::Modern {
             let _ = writeln!(
                 text,
-                "patch link: https://lore.kernel.org/all/{}.{}-{part}-{author_mail}/",
-                pushed.format("%Y%m%d%H%M%S"),
-                rng.between(1000, 999_999)
+                "patch link: https://lore.kernel.org/all/{}.{patch_serial}-{part}-{author_mail}/",
+                posted.format("%Y%m%d%H%M%S"),
             );
             let _ = writeln!(text, "patch subject: {patch_subject}");
         }
@@ -3271,8 +3324,9 @@ fn render_report(
         SynthFormat::Modern => {
             let _ = writeln!(text, "\ntestcase: {}", main_job.testcase.name);
             if year >= 2024 {
-                let _ = writeln!(text, "config: {}", main_job.axes["kconfig"]);
-                let _ = writeln!(text, "compiler: {}", main_job.axes["compiler"]);
+                let axis = |k: &str| main_job.axes.get(k).map_or("", String::as_str);
+                let _ = writeln!(text, "config: {}", axis("kconfig"));
+                let _ = writeln!(text, "compiler: {}", axis("compiler"));
             }
             let _ = writeln!(
                 text,
@@ -3603,6 +3657,36 @@ mod tests {
     }
 
     #[test]
+    fn odd_configs_still_give_parseable_reports() {
+        assert!(generate(&config(0, 1)).reports.is_empty());
+        for (series, start_year, years) in [(0, 2024, 1), (500, 2019, 2), (1, 2020, 40)] {
+            let cfg = SynthConfig {
+                reports: 40,
+                seed: 99,
+                start_year,
+                years,
+                series_per_testcase: series,
+            };
+            let synth = generate(&cfg);
+            assert_eq!(synth.reports.len(), 40);
+            for truth in &synth.reports {
+                let r = parse(truth);
+                assert_eq!(r.tests.len(), truth.tests.len());
+                assert!((20..=150).contains(&r.tests[0].rows.len()));
+                assert_eq!(r.tests[0].rows.len(), truth.tests[0].rows);
+            }
+            if start_year >= 2024 {
+                assert!(
+                    synth
+                        .reports
+                        .iter()
+                        .all(|r| r.format == SynthFormat::Modern)
+                );
+            }
+        }
+    }
+
+    #[test]
     fn headline_metrics_have_a_direction() {
         for tc in TESTCASES {
             for (k, choices) in tc.params {
@@ -3705,19 +3789,5 @@ mod tests {
             assert_eq!(std::fs::read_to_string(dir.join(&r.file_name))?, r.text);
         }
         std::fs::remove_dir_all(&dir)
-    }
-}
-#[cfg(test)]
-mod dump_tmp {
-    #[test]
-    fn dump_synth_samples() -> std::io::Result<()> {
-        let s = super::generate(&super::SynthConfig {
-            reports: 300,
-            seed: 7,
-            ..Default::default()
-        });
-        super::write_all(&s, std::path::Path::new("/tmp/synth-samples"))?;
-        let steps: Vec<String> = s.steps.iter().map(|p| format!("{p:?}")).collect();
-        std::fs::write("/tmp/synth-samples/steps.txt", steps.join("\n"))
     }
 }

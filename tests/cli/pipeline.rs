@@ -268,3 +268,163 @@ fn run_works_on_a_fresh_checkout_with_no_broker() {
         );
     }
 }
+
+/// Generated reports, the same for every run of the test suite.
+fn generated(name: &str, reports: usize) -> String {
+    let dir = temp_dir(name);
+    let out = lkplake(
+        &[
+            "gen",
+            "--reports",
+            &reports.to_string(),
+            "--seed",
+            "42",
+            "--out",
+            &dir.to_string_lossy(),
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.to_string_lossy().into_owned()
+}
+
+/// A small deterministic generator of kill delays, so a failure can be replayed.
+fn delays(seed: u64, n: usize, min_ms: u64, max_ms: u64) -> Vec<std::time::Duration> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            std::time::Duration::from_millis(min_ms + x % (max_ms - min_ms))
+        })
+        .collect()
+}
+
+fn assert_each_report_once(p: &Pipeline, e: &Expected) {
+    assert_lake_matches(p, e);
+    let twice = p.query(
+        "SELECT count(*) FROM (SELECT report_key, test_index FROM reports GROUP BY report_key, test_index HAVING count(*) > 1)",
+    );
+    assert_eq!(scalar_i64(&twice), 0, "a report test is in the lake twice");
+    let twice = p.query(
+        "SELECT count(*) FROM (SELECT report_key, testcase, machine, params, metric, role FROM metrics \
+         GROUP BY report_key, testcase, machine, params, metric, role HAVING count(*) > 1)",
+    );
+    assert_eq!(scalar_i64(&twice), 0, "an observation is in the lake twice");
+}
+
+#[test]
+fn killing_ingest_and_transform_with_sigkill_leaves_every_report_exactly_once() {
+    let reports = generated("exactly-once", 2000);
+    let e = expected(&[&reports]);
+    assert_eq!(e.reports, 2000);
+    let p = Pipeline::new("exactly-once");
+
+    // Ingest killed half way, then run again over the same input: the topic holds some
+    // reports twice.
+    let mut ingest = p
+        .cmd(&["ingest", "--partitions", "3", &reports])
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let _ = ingest.kill();
+    let _ = ingest.wait();
+    assert!(p.ingest(&[&reports]).status.success());
+
+    // The transformer killed at random points while it writes, restarted each time. A
+    // restarted member waits until the broker expires the killed one, so each round waits
+    // for the lake to grow before picking the moment to kill.
+    let reports_in_lake = || scalar_i64(&p.query("SELECT count(DISTINCT report_key) FROM reports"));
+    let mut kills = 0;
+    for (round, delay) in delays(0x5eed, 4, 100, 2500).into_iter().enumerate() {
+        let before = reports_in_lake();
+        if before >= e.reports as i64 {
+            break;
+        }
+        // A new consumer group each time: the restarted transformer has no Kafka offsets at
+        // all and must find where to resume from the lake alone (it also keeps a killed
+        // member's session from holding partitions hostage).
+        let group = format!("{}-{round}", p.group);
+        let mut transform = p
+            .cmd(&[
+                "transform",
+                "--flush-rows",
+                "4000",
+                "--flush-ms",
+                "200",
+                "--group",
+                &group,
+            ])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let started = std::time::Instant::now();
+        while reports_in_lake() == before && started.elapsed() < std::time::Duration::from_secs(120)
+        {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        std::thread::sleep(delay);
+        let _ = transform.kill();
+        let _ = transform.wait();
+        kills += 1;
+        eprintln!(
+            "round {round}: killed {delay:?} after the lake grew; {} reports in the lake",
+            reports_in_lake()
+        );
+    }
+    assert!(
+        kills >= 3,
+        "the transformer finished before it could be killed three times"
+    );
+    let final_group = format!("{}-final", p.group);
+    let out = p.run(&[
+        "transform",
+        "--until-idle",
+        "--flush-ms",
+        "500",
+        "--group",
+        &final_group,
+    ]);
+    assert!(out.status.success());
+    assert_each_report_once(&p, &e);
+}
+
+#[test]
+fn two_transformers_in_one_group_share_the_partitions_without_doubling_a_row() {
+    let reports = generated("two-transformers", 600);
+    let e = expected(&[&reports]);
+    let p = Pipeline::new("two-transformers");
+    assert!(p.ingest(&[&reports]).status.success());
+    // The lake exists before both start, as in production (`compact` opens and creates it).
+    assert!(p.run(&["compact"]).status.success());
+    let spawn = || {
+        p.cmd(&[
+            "transform",
+            "--until-idle",
+            "--flush-rows",
+            "10000",
+            "--flush-ms",
+            "300",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (a, b) = (spawn(), spawn());
+    let (a, b) = (a.wait_with_output(), b.wait_with_output());
+    for out in [a, b] {
+        let out = out.unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // `--until-idle` stops only when the whole topic is in the lake, whoever wrote it.
+    assert_each_report_once(&p, &e);
+}

@@ -58,6 +58,10 @@ pub struct TransformConfig {
     pub flush_interval: Duration,
     /// Stop once every assigned partition is drained (instead of running until signalled).
     pub until_idle: bool,
+    /// Static group membership (`group.instance.id`): a restarted instance with the same id
+    /// takes its partitions back at once instead of waiting for the dead one's session to
+    /// expire.
+    pub instance_id: Option<String>,
 }
 
 impl TransformConfig {
@@ -70,6 +74,7 @@ impl TransformConfig {
             flush_rows: 500_000,
             flush_interval: Duration::from_secs(5),
             until_idle: false,
+            instance_id: None,
         }
     }
 }
@@ -154,14 +159,18 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<TransformSummary, TransformError> {
     let changed = Arc::new(AtomicBool::new(false));
-    let consumer: StreamConsumer<RebalanceContext> = ClientConfig::new()
+    let mut client = ClientConfig::new();
+    if let Some(id) = &config.instance_id {
+        client.set("group.instance.id", id);
+    }
+    let consumer: StreamConsumer<RebalanceContext> = client
         .set("bootstrap.servers", &config.brokers)
         .set("group.id", &config.group)
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
         .set("enable.partition.eof", "true")
-        .set("session.timeout.ms", "10000")
+        .set("session.timeout.ms", "6000")
         .set("fetch.message.max.bytes", "16777216")
         .create_with_context(RebalanceContext {
             changed: changed.clone(),
@@ -193,9 +202,16 @@ pub async fn run(
     };
     let mut eof: HashSet<i32> = HashSet::new();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
+    let mut last_idle_check = Instant::now();
     let shutdown = shutdown.fuse();
     tokio::pin!(shutdown);
     loop {
+        // Rebalances happen inside `recv`, so checking here, before any flush, means a flush
+        // never commits data of a partition this instance no longer owns.
+        if changed.swap(false, Ordering::SeqCst) {
+            t.reconcile(&consumer).await?;
+            eof.clear();
+        }
         tokio::select! {
             () = &mut shutdown => {
                 tracing::info!("shutdown requested: flushing");
@@ -206,23 +222,26 @@ pub async fn run(
                 if t.oldest.is_some_and(|o| o.elapsed() >= t.config.flush_interval) {
                     t.flush(&consumer).await?;
                 }
-                if t.config.until_idle && t.is_idle(&consumer, &eof) {
+                if t.config.until_idle
+                    && last_idle_check.elapsed() >= Duration::from_secs(1)
+                    && t.locally_idle(&consumer, &eof)
+                {
+                    last_idle_check = Instant::now();
                     t.flush(&consumer).await?;
-                    break;
+                    if t.topic_drained(&consumer).await? {
+                        break;
+                    }
                 }
             }
             message = consumer.recv() => {
-                if changed.swap(false, Ordering::SeqCst) {
+                if changed.load(Ordering::SeqCst) {
                     t.reconcile(&consumer).await?;
+                    changed.store(false, Ordering::SeqCst);
                     eof.clear();
                 }
                 match message {
                     Err(KafkaError::PartitionEOF(partition)) => {
                         eof.insert(partition);
-                        if t.config.until_idle && t.is_idle(&consumer, &eof) {
-                            t.flush(&consumer).await?;
-                            break;
-                        }
                     }
                     Err(e) => {
                         // Transient broker trouble is retried by librdkafka; say so and go on.
@@ -243,6 +262,18 @@ pub async fn run(
     Ok(t.summary)
 }
 
+/// The partitions assigned to this member, `None` while a rebalance has revoked everything.
+fn current_assignment(consumer: &StreamConsumer<RebalanceContext>) -> Option<HashSet<i32>> {
+    let assigned: HashSet<i32> = consumer
+        .assignment()
+        .ok()?
+        .elements()
+        .iter()
+        .map(|e| e.partition())
+        .collect();
+    (!assigned.is_empty()).then_some(assigned)
+}
+
 async fn load_keys(lake: &Lake) -> Result<HashMap<String, Seen>, TransformError> {
     Ok(lake
         .report_keys()
@@ -253,9 +284,12 @@ async fn load_keys(lake: &Lake) -> Result<HashMap<String, Seen>, TransformError>
 }
 
 impl Transformer {
-    /// Idle: partitions are assigned, every one has reported end-of-partition since its last
-    /// message, and nothing waits to be flushed.
-    fn is_idle(&self, consumer: &StreamConsumer<RebalanceContext>, eof: &HashSet<i32>) -> bool {
+    /// Every partition assigned here has reported its end since its last message.
+    fn locally_idle(
+        &self,
+        consumer: &StreamConsumer<RebalanceContext>,
+        eof: &HashSet<i32>,
+    ) -> bool {
         let Ok(assignment) = consumer.assignment() else {
             return false;
         };
@@ -264,7 +298,45 @@ impl Transformer {
             .iter()
             .map(|e| e.partition())
             .collect();
+        tracing::trace!(?assigned, ?eof, "locally idle?");
         !assigned.is_empty() && assigned.iter().all(|p| eof.contains(p))
+    }
+
+    /// The whole topic is in the lake: every partition's lake progress reaches its high
+    /// watermark. Partitions held by another member (or by a killed one whose session has not
+    /// expired yet) count too, so `--until-idle` never stops with data left behind.
+    async fn topic_drained(
+        &mut self,
+        consumer: &StreamConsumer<RebalanceContext>,
+    ) -> Result<bool, TransformError> {
+        let topic = self.config.topic.clone();
+        let watermarks = tokio::task::block_in_place(|| -> Result<Vec<(i32, i64)>, KafkaError> {
+            let metadata = consumer.fetch_metadata(Some(&topic), Duration::from_secs(10))?;
+            let mut out = Vec::new();
+            for t in metadata.topics() {
+                for p in t.partitions() {
+                    let (_, high) =
+                        consumer.fetch_watermarks(&topic, p.id(), Duration::from_secs(10))?;
+                    out.push((p.id(), high));
+                }
+            }
+            Ok(out)
+        })
+        .map_err(TransformError::Consume)?;
+        if watermarks.is_empty() {
+            return Ok(false);
+        }
+        self.lake.refresh().await?;
+        let partitions: Vec<i32> = watermarks.iter().map(|(p, _)| *p).collect();
+        let progress = self.lake.progress(&topic, &partitions).await?;
+        tracing::debug!(
+            ?watermarks,
+            ?progress,
+            "checking whether the topic is drained"
+        );
+        Ok(watermarks
+            .iter()
+            .all(|(p, high)| progress.get(p).copied().unwrap_or_default().resume_at() >= *high))
     }
 
     async fn progress_of(&mut self, partition: i32) -> Result<Progress, TransformError> {
@@ -367,30 +439,40 @@ impl Transformer {
         }
     }
 
-    /// After a rebalance: drop what belongs to partitions we lost (their new owner replays
-    /// them from the lake's progress) and forget cached progress, which another instance may
-    /// have moved.
+    /// After a rebalance: drop what belongs to partitions another member now owns (it replays
+    /// them from the lake's progress) and forget cached progress, which that member may move.
+    /// Between the revocation and the new assignment (eager protocol) the assignment is empty:
+    /// nothing is dropped then, since partitions we get back continue where they were.
     async fn reconcile(
         &mut self,
         consumer: &StreamConsumer<RebalanceContext>,
     ) -> Result<(), TransformError> {
-        let assigned: HashSet<i32> = consumer
-            .assignment()
-            .map(|a| a.elements().iter().map(|e| e.partition()).collect())
-            .unwrap_or_default();
-        let before = self.buffer.len();
-        self.buffer.retain(|p| assigned.contains(&p.partition));
-        if self.buffer.len() != before {
+        let Some(assigned) = current_assignment(consumer) else {
+            return Ok(());
+        };
+        let dropped = self.retain_buffer(|p| assigned.contains(&p.partition));
+        if dropped > 0 {
             tracing::info!(
-                dropped = before - self.buffer.len(),
-                "partitions revoked: dropped their buffered messages"
+                dropped,
+                "partitions moved to another member: dropped their buffered messages"
             );
-            self.rebuild_buffer_index();
         }
         self.progress.clear();
         self.lake.refresh().await?;
         self.lake_keys = load_keys(&self.lake).await?;
         Ok(())
+    }
+
+    /// Keeps the buffered messages `keep` accepts and rebuilds what is derived from the
+    /// buffer; returns how many were dropped.
+    fn retain_buffer(&mut self, keep: impl Fn(&Pending) -> bool) -> usize {
+        let before = self.buffer.len();
+        self.buffer.retain(|p| keep(p));
+        let dropped = before - self.buffer.len();
+        if dropped > 0 {
+            self.rebuild_buffer_index();
+        }
+        dropped
     }
 
     fn rebuild_buffer_index(&mut self) {
