@@ -207,26 +207,36 @@ pub async fn run_all(args: &RunArgs) -> anyhow::Result<bool> {
     // client, so it lives on this stack frame until the end. Its broker has no CreateTopics,
     // so the topics are made on the cluster directly.
     let mock;
-    let brokers = match &args.brokers {
-        Some(brokers) => brokers.clone(),
+    let target = match &args.brokers {
+        Some(brokers) => KafkaTarget::new(brokers),
         None => {
             mock = rdkafka::mocking::MockCluster::new(1)
                 .context("starting the embedded Kafka cluster")?;
-            mock.create_topic(REPORTS_TOPIC, 6, 1)
+            let mut target = KafkaTarget::new(mock.bootstrap_servers());
+            // The embedded topic lives as long as this run while the lake outlives it: a topic
+            // name of its own keeps this run's offsets from being read as an older run's
+            // progress in the lake.
+            let run_id = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_micros())
+                .unwrap_or_default();
+            target.reports_topic = format!("{REPORTS_TOPIC}.run-{run_id}");
+            target.dlq_topic = format!("{DLQ_TOPIC}.run-{run_id}");
+            target.create_topics = false;
+            mock.create_topic(&target.reports_topic, 6, 1)
                 .context("creating the report topic")?;
-            mock.create_topic(DLQ_TOPIC, 1, 1)
+            mock.create_topic(&target.dlq_topic, 1, 1)
                 .context("creating the dead-letter topic")?;
             eprintln!(
                 "lkplake run: embedded Kafka cluster at {}",
                 mock.bootstrap_servers()
             );
-            mock.bootstrap_servers()
+            target
         }
     };
-    let mut target = KafkaTarget::new(&brokers);
-    target.create_topics = args.brokers.is_some();
     let ingested = ingest_into(&target, &args.paths).await?;
-    let mut config = TransformConfig::new(&brokers, &args.lake);
+    let mut config = TransformConfig::new(&target.brokers, &args.lake);
+    config.topic = target.reports_topic.clone();
     config.until_idle = true;
     let summary = transform(config, shutdown_signal()).await?;
     print_transform(&summary);

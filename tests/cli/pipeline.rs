@@ -251,7 +251,26 @@ fn run_works_on_a_fresh_checkout_with_no_broker() {
         stderr.contains("5 messages: 5 reports written (560 metric rows"),
         "{stderr}"
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    // A second run into the same lake, on a new embedded cluster, adds new reports and
+    // recognises old ones: its offsets start at 0 again but are its own.
+    let again = lkplake(
+        &[
+            "run",
+            "--lake",
+            &lake.to_string_lossy(),
+            "examples/reports",
+            "ingest/tests/fixtures/corpus/0279.eml",
+        ],
+        None,
+    );
+    let again_err = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{again_err}");
+    assert!(
+        again_err.contains("6 messages: 1 reports written"),
+        "{again_err}"
+    );
+    assert!(again_err.contains("5 duplicates skipped"), "{again_err}");
     // 2 columns × (66 + 119 + 18 + 49 + 28) rows, by testcase.
     for (testcase, observations) in [
         ("aim9", 238),

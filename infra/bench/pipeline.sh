@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# End-to-end pipeline benchmark: generated reports -> ingest -> Tansu -> transform -> lake.
+# Prints a Markdown table row set for BENCHMARKS.md. Usage: infra/bench/pipeline.sh [REPORTS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+reports=${1:-5000}
+port=${LKPLAKE_BENCH_TANSU_PORT:-19292}
+work=$(mktemp -d /tmp/lkplake-bench.XXXXXX)
+trap './infra/tansu.sh stop "$port" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+
+cargo build --release --locked --quiet
+bin=target/release/lkplake
+brokers=$(./infra/tansu.sh start "$port")
+export LKPLAKE_BROKERS=$brokers LKPLAKE_TOPIC=bench-reports LKPLAKE_DLQ_TOPIC=bench-dlq LKPLAKE_GROUP=bench LKPLAKE_LAKE=$work/lake
+
+$bin gen --reports "$reports" --seed 1 --out "$work/reports" 2>"$work/gen.log"
+input_mb=$(du -sm "$work/reports" | cut -f1)
+
+now() { date +%s.%N; }
+# Bytes and count of the Parquet files the current table version references (compaction
+# leaves the replaced files on disk until vacuum's retention passes).
+active() {
+    python3 - "$1" <<'PY'
+import glob, json, sys
+live = {}
+for f in sorted(glob.glob(sys.argv[1] + "/_delta_log/*.json")):
+    for line in open(f):
+        a = json.loads(line)
+        if "add" in a:
+            live[a["add"]["path"]] = a["add"]["size"]
+        elif "remove" in a:
+            live.pop(a["remove"]["path"], None)
+print(sum(live.values()), len(live))
+PY
+}
+t0=$(now)
+/usr/bin/time -f '%M' -o "$work/ingest.rss" $bin ingest --partitions 6 "$work/reports" 2>"$work/ingest.log"
+t1=$(now)
+/usr/bin/time -f '%M' -o "$work/transform.rss" $bin transform --until-idle --flush-ms 2000 2>"$work/transform.log"
+t2=$(now)
+
+metric_rows=$(grep -o '([0-9]* metric rows' "$work/transform.log" | grep -o '[0-9]*')
+written=$(grep -o '[0-9]* reports written' "$work/transform.log" | grep -o '^[0-9]*')
+read -r parquet_bytes parquet_files < <(active "$work/lake/metrics")
+$bin compact --lake "$work/lake" 2>"$work/compact.log"
+read -r compacted_bytes compacted_files < <(active "$work/lake/metrics")
+
+awk -v r="$written" -v m="$metric_rows" -v mb="$input_mb" -v ti="$(echo "$t1 - $t0" | bc)" -v tt="$(echo "$t2 - $t1" | bc)" \
+    -v pb="$parquet_bytes" -v pf="$parquet_files" -v cb="$compacted_bytes" -v cf="$compacted_files" \
+    -v ir="$(cat "$work/ingest.rss")" -v tr="$(cat "$work/transform.rss")" 'BEGIN {
+    printf "| reports | %d (%d MB of mail) |\n", r, mb
+    printf "| metric rows | %d |\n", m
+    printf "| ingest (parse + produce to Tansu) | %.1f s, %.0f reports/s, peak RSS %.0f MB |\n", ti, r/ti, ir/1024
+    printf "| transform (consume + normalize + Delta commits) | %.1f s, %.0f reports/s, %.0f metric rows/s, peak RSS %.0f MB |\n", tt, r/tt, m/tt, tr/1024
+    printf "| end to end | %.1f s, %.0f reports/s, %.0f metric rows/s |\n", ti+tt, r/(ti+tt), m/(ti+tt)
+    printf "| metrics Parquet after transform | %.2f bytes/row (%d files, %.1f MB) |\n", pb/m, pf, pb/1048576
+    printf "| metrics Parquet after compact | %.2f bytes/row (%d files, %.1f MB) |\n", cb/m, cf, cb/1048576
+}'
