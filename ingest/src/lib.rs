@@ -7,6 +7,7 @@
 
 pub mod decode;
 pub mod error;
+#[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod parser;
 pub mod source;

@@ -135,6 +135,52 @@ fn seeds_and_corpus_through_tansu_land_in_the_lake_exactly_as_parsed() {
     let out = p.transform_until_idle();
     assert!(String::from_utf8_lossy(&out.stderr).contains("0 reports written"));
     assert_lake_matches(&p, &e);
+
+    // Compaction rewrites files, never rows.
+    let out = p.run(&["compact"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lkplake compact:"));
+    assert_lake_matches(&p, &e);
+}
+
+#[test]
+fn sigterm_flushes_what_the_transformer_holds_and_exits_cleanly() {
+    let p = Pipeline::new("sigterm");
+    assert!(p.ingest(&[SEEDS]).status.success());
+    // Neither flush trigger can fire on its own within the test: only the signal flushes.
+    let child = p
+        .cmd(&[
+            "transform",
+            "--flush-rows",
+            "100000000",
+            "--flush-ms",
+            "3600000",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(std::time::Duration::from_secs(12));
+    assert_eq!(
+        scalar_i64(&p.query("SELECT count(*) FROM reports")),
+        0,
+        "nothing is flushed before the signal"
+    );
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("5 messages: 5 reports written (560 metric rows, 1 commits)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        scalar_i64(&p.query("SELECT count(DISTINCT report_key) FROM reports")),
+        5
+    );
 }
 
 #[test]
@@ -430,6 +476,10 @@ fn two_transformers_in_one_group_share_the_partitions_without_doubling_a_row() {
             "--flush-ms",
             "300",
         ])
+        .env(
+            "LKPLAKE_LOG",
+            "warn,buoyant_kernel=off,lkplake_transform=info",
+        )
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("{e}"))
@@ -438,11 +488,8 @@ fn two_transformers_in_one_group_share_the_partitions_without_doubling_a_row() {
     let (a, b) = (a.wait_with_output(), b.wait_with_output());
     for out in [a, b] {
         let out = out.unwrap_or_else(|e| panic!("{e}"));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        eprintln!("transformer:\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success());
     }
     // `--until-idle` stops only when the whole topic is in the lake, whoever wrote it.
     assert_each_report_once(&p, &e);

@@ -94,11 +94,16 @@ pub struct TransformSummary {
     pub replaced_quoted: u64,
     /// Messages that were not a valid report JSON (kept in Kafka, logged).
     pub undecodable: u64,
+    /// Times the consumer was rewound over a gap in a partition's offsets.
+    pub rewinds: u64,
     /// `metrics` rows written.
     pub metric_rows: u64,
     /// Lake commits (each covering both tables).
     pub commits: u64,
 }
+
+/// How often to rewind over the same gap before accepting that the offsets do not exist.
+const MAX_REWINDS: u32 = 3;
 
 /// Notes rebalances so the main loop can reconcile its buffer with the new assignment.
 struct RebalanceContext {
@@ -142,6 +147,8 @@ struct Transformer {
     lake_keys: HashMap<String, Seen>,
     /// Lake progress of the partitions we have seen since the last rebalance.
     progress: HashMap<i32, Progress>,
+    /// Rewinds done per (partition, first missing offset), to give up on a real gap.
+    rewinds: HashMap<(i32, i64), u32>,
     buffer: Vec<Pending>,
     /// Keys in the buffer, with the index of their entry.
     buffered_keys: HashMap<String, usize>,
@@ -193,6 +200,7 @@ pub async fn run(
         lake,
         lake_keys,
         progress: HashMap::new(),
+        rewinds: HashMap::new(),
         buffer: Vec::new(),
         buffered_keys: HashMap::new(),
         replace: HashSet::new(),
@@ -250,7 +258,7 @@ pub async fn run(
                     Ok(message) => {
                         eof.remove(&message.partition());
                         let payload = message.payload().map(<[u8]>::to_vec);
-                        t.accept(message.partition(), message.offset(), payload.as_deref()).await?;
+                        t.accept(&consumer, message.partition(), message.offset(), payload.as_deref()).await?;
                         if t.buffered_rows >= t.config.flush_rows {
                             t.flush(&consumer).await?;
                         }
@@ -351,6 +359,7 @@ impl Transformer {
 
     async fn accept(
         &mut self,
+        consumer: &StreamConsumer<RebalanceContext>,
         partition: i32,
         offset: i64,
         payload: Option<&[u8]>,
@@ -366,6 +375,42 @@ impl Transformer {
         if offset < progress.resume_at() || buffered_to.is_some_and(|b| offset <= b) {
             self.summary.already_in_lake += 1;
             return Ok(());
+        }
+        // Offsets of an idempotent producer's topic are contiguous. A message past the next
+        // one expected means the consumer resumed beyond what the lake holds: Tansu 0.6.0
+        // answers a fetch from the middle of a record batch with the next batch. Recording
+        // this offset would cover the skipped ones, so rewind to a point before the gap (each
+        // attempt further back, the last to the start) and let the filters above skip what is
+        // already in the lake or the buffer.
+        let expected = buffered_to.map_or(progress.resume_at(), |b| b + 1);
+        if offset > expected {
+            let attempts = self.rewinds.entry((partition, expected)).or_insert(0);
+            *attempts += 1;
+            if *attempts <= MAX_REWINDS {
+                let to = match *attempts {
+                    1 => Offset::Offset((expected - 64).max(0)),
+                    2 => Offset::Offset((expected - 4096).max(0)),
+                    _ => Offset::Beginning,
+                };
+                tracing::warn!(
+                    partition,
+                    offset,
+                    expected,
+                    ?to,
+                    "gap in the partition: rewinding before the first missing offset"
+                );
+                consumer
+                    .seek(&self.config.topic, partition, to, Duration::from_secs(10))
+                    .map_err(TransformError::Consume)?;
+                self.summary.rewinds += 1;
+                return Ok(());
+            }
+            tracing::error!(
+                partition,
+                offset,
+                expected,
+                "offsets missing from the partition after {MAX_REWINDS} rewinds: accepting the gap"
+            );
         }
         let tables = Tables {
             metrics: progress.metrics.is_none_or(|m| offset > m),
