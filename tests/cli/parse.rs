@@ -1,44 +1,6 @@
-//! The `lkplake` binary as a user runs it.
+//! `lkplake parse`.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-
-fn lkplake(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lkplake"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn lkplake: {e}"));
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .map(|mut s| s.write_all(input))
-            .transpose()
-            .unwrap_or_else(|e| panic!("{e}"));
-    }
-    drop(child.stdin.take());
-    child
-        .wait_with_output()
-        .unwrap_or_else(|e| panic!("wait: {e}"))
-}
-
-fn json_lines(out: &Output) -> Vec<serde_json::Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l}: {e}")))
-        .collect()
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lkplake-cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
-    dir
-}
+use crate::common::{json_lines, lkplake, temp_dir};
 
 #[test]
 fn parse_prints_one_json_object_per_report_with_the_wire_field_names() {
