@@ -62,7 +62,6 @@ pub fn app_id(topic: &str, partition: i32) -> String {
 
 #[derive(Debug)]
 pub struct Lake {
-    root: PathBuf,
     metrics: DeltaTable,
     reports: DeltaTable,
 }
@@ -119,14 +118,9 @@ impl Lake {
             source,
         })?;
         Ok(Self {
-            root: root.to_owned(),
             metrics: open_table(root, METRICS_TABLE).await?,
             reports: open_table(root, REPORTS_TABLE).await?,
         })
-    }
-
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 
     /// Reloads both tables to their latest versions (another writer may have committed).
