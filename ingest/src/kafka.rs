@@ -49,11 +49,6 @@ pub enum KafkaIngestError {
         index: u64,
         source: Box<KafkaError>,
     },
-    #[error("cannot encode report {key} as JSON: {source}")]
-    Encode {
-        key: String,
-        source: serde_json::Error,
-    },
     #[error("reading {topic}: {source}")]
     Consume { topic: String, source: KafkaError },
     #[error(transparent)]
@@ -157,7 +152,13 @@ pub struct IngestSummary {
 
 /// What the parser thread hands to the producer.
 enum Item {
-    Report(Box<Report>),
+    /// A report already encoded as JSON on the parser thread, so the async side only sends.
+    Report {
+        key: String,
+        quoted: bool,
+        source: Source,
+        payload: Vec<u8>,
+    },
     Dead {
         source: Source,
         raw: Vec<u8>,
@@ -207,7 +208,7 @@ pub async fn ingest(
                     Ok(Parsed::Reports(reports)) => {
                         let mut sent = true;
                         for report in reports {
-                            sent &= tx.blocking_send(Item::Report(Box::new(report))).is_ok();
+                            sent &= tx.blocking_send(encode(report)).is_ok();
                         }
                         if !sent {
                             return;
@@ -246,20 +247,48 @@ pub async fn ingest(
             }
         }
         match item {
-            Item::Report(report) => {
+            Item::Report {
+                key,
+                quoted,
+                source,
+                payload,
+            } => {
                 summary.reports += 1;
-                summary.quoted += u64::from(report.quoted);
-                in_flight.push(send_report(&producer, &target.reports_topic, *report));
+                summary.quoted += u64::from(quoted);
+                in_flight.push(deliver(
+                    &producer,
+                    &target.reports_topic,
+                    key,
+                    payload,
+                    None,
+                    source,
+                ));
             }
             Item::Dead { source, raw, error } => {
                 tracing::warn!(path = %source.path, index = source.index, %error, "dead-lettered");
                 summary.dead_lettered += 1;
-                in_flight.push(send_dead_letter(
+                let index = source.index.to_string();
+                let headers = OwnedHeaders::new()
+                    .insert(Header {
+                        key: HEADER_ERROR,
+                        value: Some(error.as_str()),
+                    })
+                    .insert(Header {
+                        key: HEADER_PATH,
+                        value: Some(source.path.as_str()),
+                    })
+                    .insert(Header {
+                        key: HEADER_INDEX,
+                        value: Some(index.as_str()),
+                    });
+                let key = format!("{}#{}", source.path, source.index);
+                in_flight.push(deliver(
                     &producer,
                     &target.dlq_topic,
-                    source,
+                    key,
                     raw,
-                    error,
+                    Some(headers),
+                    source,
                 ));
             }
             Item::NotAReport => {
@@ -289,66 +318,47 @@ pub async fn ingest(
 /// A send that resolves once the broker acknowledged it (`acks=all`).
 type Pending = std::pin::Pin<Box<dyn Future<Output = Result<(), KafkaIngestError>> + Send>>;
 
-fn send_report(producer: &FutureProducer, topic: &str, report: Report) -> Pending {
-    let producer = producer.clone();
-    let topic = topic.to_owned();
-    Box::pin(async move {
-        let payload = serde_json::to_vec(&report).map_err(|source| KafkaIngestError::Encode {
-            key: report.report_key.clone(),
-            source,
-        })?;
-        let record = FutureRecord::to(&topic)
-            .key(&report.report_key)
-            .payload(&payload);
-        producer
-            .send(record, Timeout::Never)
-            .await
-            .map(|_| ())
-            .map_err(|(source, _)| KafkaIngestError::Delivery {
-                topic: topic.clone(),
-                path: report.source.path.clone(),
-                index: report.source.index,
-                source: Box::new(source),
-            })
-    })
+/// Encodes a report for the report topic; a report that cannot be encoded (it cannot happen
+/// with these types, but the bytes are kept either way) becomes a dead letter.
+fn encode(report: Report) -> Item {
+    match serde_json::to_vec(&report) {
+        Ok(payload) => Item::Report {
+            key: report.report_key,
+            quoted: report.quoted,
+            source: report.source,
+            payload,
+        },
+        Err(e) => Item::Dead {
+            error: format!("cannot encode report {} as JSON: {e}", report.report_key),
+            raw: Vec::new(),
+            source: report.source,
+        },
+    }
 }
 
-fn send_dead_letter(
+/// Sends one message and resolves once the broker acknowledged it (`acks=all`).
+fn deliver(
     producer: &FutureProducer,
     topic: &str,
+    key: String,
+    payload: Vec<u8>,
+    headers: Option<OwnedHeaders>,
     source: Source,
-    raw: Vec<u8>,
-    error: String,
 ) -> Pending {
     let producer = producer.clone();
     let topic = topic.to_owned();
     Box::pin(async move {
-        let index = source.index.to_string();
-        let headers = OwnedHeaders::new()
-            .insert(Header {
-                key: HEADER_ERROR,
-                value: Some(error.as_str()),
-            })
-            .insert(Header {
-                key: HEADER_PATH,
-                value: Some(source.path.as_str()),
-            })
-            .insert(Header {
-                key: HEADER_INDEX,
-                value: Some(index.as_str()),
-            });
-        let key = format!("{}#{}", source.path, source.index);
-        let record = FutureRecord::to(&topic)
-            .key(&key)
-            .payload(&raw)
-            .headers(headers);
+        let mut record = FutureRecord::to(&topic).key(&key).payload(&payload);
+        if let Some(headers) = headers {
+            record = record.headers(headers);
+        }
         producer
             .send(record, Timeout::Never)
             .await
             .map(|_| ())
             .map_err(|(e, _)| KafkaIngestError::Delivery {
                 topic: topic.clone(),
-                path: source.path.clone(),
+                path: source.path,
                 index: source.index,
                 source: Box::new(e),
             })
