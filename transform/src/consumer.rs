@@ -152,6 +152,8 @@ struct Transformer {
     buffer: Vec<Pending>,
     /// Keys in the buffer, with the index of their entry.
     buffered_keys: HashMap<String, usize>,
+    /// Last buffered offset per partition.
+    buffered_to: HashMap<i32, i64>,
     /// Keys in the lake to delete before the next commit (quoted copies being replaced).
     replace: HashSet<String>,
     buffered_rows: usize,
@@ -203,6 +205,7 @@ pub async fn run(
         rewinds: HashMap::new(),
         buffer: Vec::new(),
         buffered_keys: HashMap::new(),
+        buffered_to: HashMap::new(),
         replace: HashSet::new(),
         buffered_rows: 0,
         oldest: None,
@@ -366,12 +369,7 @@ impl Transformer {
     ) -> Result<(), TransformError> {
         self.summary.messages += 1;
         let progress = self.progress_of(partition).await?;
-        let buffered_to = self
-            .buffer
-            .iter()
-            .filter(|p| p.partition == partition)
-            .map(|p| p.offset)
-            .max();
+        let buffered_to = self.buffered_to.get(&partition).copied();
         if offset < progress.resume_at() || buffered_to.is_some_and(|b| offset <= b) {
             self.summary.already_in_lake += 1;
             return Ok(());
@@ -441,6 +439,8 @@ impl Transformer {
                 .insert(r.report_key.clone(), self.buffer.len());
         }
         // Every message is buffered, report or not, so its offset is recorded in the lake.
+        // Offsets only grow past `buffered_to` here (smaller ones were skipped above).
+        self.buffered_to.insert(partition, offset);
         self.buffer.push(Pending {
             partition,
             offset,
@@ -521,6 +521,11 @@ impl Transformer {
     }
 
     fn rebuild_buffer_index(&mut self) {
+        self.buffered_to.clear();
+        for p in &self.buffer {
+            let last = self.buffered_to.entry(p.partition).or_insert(p.offset);
+            *last = (*last).max(p.offset);
+        }
         self.buffered_keys = self
             .buffer
             .iter()
@@ -577,11 +582,7 @@ impl Transformer {
             self.rebuild_buffer_index();
         }
 
-        let mut last: HashMap<i32, i64> = HashMap::new();
-        for p in &self.buffer {
-            let e = last.entry(p.partition).or_insert(p.offset);
-            *e = (*e).max(p.offset);
-        }
+        let last = std::mem::take(&mut self.buffered_to);
         let txns: Vec<Transaction> = last
             .iter()
             .map(|(&partition, &offset)| {
