@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command (README): installs and starts what the tests need on a fresh machine
-# (cargo-nextest, Tansu), runs the whole suite, and stops the services again.
+# (cargo-nextest, Tansu, psql and psycopg), runs the whole suite, and stops the services again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -8,6 +8,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 if ! cargo nextest --version >/dev/null 2>&1; then
     cargo install cargo-nextest --locked
 fi
+
+./infra/clients.sh
 
 port=${LKPLAKE_TEST_TANSU_PORT:-19092}
 ./infra/tansu.sh install

@@ -3,6 +3,9 @@
 mod generate;
 mod parse;
 mod pipeline;
+mod serve;
+mod sql;
+mod units;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -32,6 +35,10 @@ enum Command {
     Compact(pipeline::CompactArgs),
     /// Generate realistic synthetic reports (for benchmarks and tests).
     Gen(generate::GenArgs),
+    /// Run SQL over the lake, or open an interactive SQL shell.
+    Sql(sql::SqlArgs),
+    /// Serve the lake over the Postgres wire protocol (psql, psycopg, Grafana).
+    Serve(serve::ServeArgs),
 }
 
 fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
@@ -55,6 +62,8 @@ fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
             Command::Compact(args) => pipeline::run_compact(&args)
                 .await
                 .map(|()| ExitCode::SUCCESS),
+            Command::Sql(args) => sql::run(&args).await.map(ok),
+            Command::Serve(args) => serve::run(&args).await.map(|()| ExitCode::SUCCESS),
             Command::Parse(_) | Command::Dlq(_) | Command::Gen(_) => Ok(ExitCode::SUCCESS),
         }
     })
@@ -78,8 +87,22 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("lkplake: {e:#}");
+            eprintln!("lkplake: {}", describe(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes, each cause once: library errors often already print their source,
+/// and anyhow's `{:#}` would repeat it.
+fn describe(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }

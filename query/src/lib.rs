@@ -1,3 +1,17 @@
-//! `lkplake-query`: DataFusion SQL over the lake, the SQL command line, the Postgres wire
-//! server, the Prometheus exporter and trend analysis. The query issue builds it; until then
-//! the crate only reserves its place in the dependency graph (`schemas` ← `query`).
+//! The read side of the lake: a DataFusion `SessionContext` over the Delta tables `metrics` and
+//! `reports` plus the views users reach for first (`comparisons`, `series`, `headlines`), kept
+//! current as the transformer commits; the output formats of `lkplake sql`; and the Postgres
+//! wire server that psql, Python and Grafana talk to.
+//!
+//! Everything here only reads: the lake is written by `lkplake-transform` alone, so a query
+//! can never change what the pipeline's exactly-once bookkeeping relies on.
+
+pub mod engine;
+pub mod error;
+pub mod format;
+pub mod lake;
+pub mod pg;
+pub mod policy;
+
+pub use engine::{Engine, EngineConfig};
+pub use error::QueryError;

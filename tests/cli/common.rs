@@ -170,3 +170,191 @@ pub fn column_strings(batches: &[RecordBatch], i: usize) -> Vec<String> {
     }
     out
 }
+
+/// A lake holding the five seed reports, written by `lkplake run` (embedded broker).
+pub fn seed_lake(name: &str) -> PathBuf {
+    let lake = temp_dir(name);
+    let out = lkplake(
+        &["run", "--lake", &lake.to_string_lossy(), "examples/reports"],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "lkplake run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    lake
+}
+
+/// `lkplake sql --lake LAKE --format json SQL`, parsed: one JSON object per row.
+pub fn sql_json(lake: &Path, sql: &str) -> Vec<serde_json::Value> {
+    let out = lkplake(
+        &[
+            "sql",
+            "--lake",
+            &lake.to_string_lossy(),
+            "--format",
+            "json",
+            sql,
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "lkplake sql {sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_lines(&out)
+}
+
+/// Runs `cmd` with `input` on stdin and waits for it.
+pub fn run_with_stdin(mut cmd: Command, input: &[u8]) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(input)
+            .unwrap_or_else(|e| panic!("stdin: {e}"));
+    }
+    child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("wait: {e}"))
+}
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free port: {e}"))
+}
+
+pub const PG_PASSWORD: &str = "lkp-s3cret pass";
+
+/// `lkplake serve --pg` on a free loopback port with [`PG_PASSWORD`], stopped on drop.
+pub struct Server {
+    pub port: u16,
+    child: std::process::Child,
+    log: PathBuf,
+}
+
+impl Server {
+    pub fn start(lake: &Path, extra: &[&str]) -> Self {
+        let port = free_port();
+        let log = temp_dir("serve-log").join("serve.log");
+        let file = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
+        let listen = format!("127.0.0.1:{port}");
+        let mut args = vec![
+            "serve",
+            "--lake",
+            lake.to_str().unwrap_or_default(),
+            "--pg",
+            &listen,
+            "--password",
+            PG_PASSWORD,
+        ];
+        args.extend_from_slice(extra);
+        let child = command(&args)
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn lkplake serve: {e}"));
+        let mut server = Self { port, child, log };
+        server.wait_ready();
+        server
+    }
+
+    fn wait_ready(&mut self) {
+        for _ in 0..300 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("lkplake serve exited with {status}: {}", self.log());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!(
+            "lkplake serve did not listen on {} in 30 s: {}",
+            self.port,
+            self.log()
+        );
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A libpq connection string for `password`.
+    pub fn dsn(&self, password: &str) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=lkplake dbname=lkplake password='{}' connect_timeout=10",
+            self.port,
+            password.replace('\'', "\\'")
+        )
+    }
+
+    /// psql with unaligned, tuples-only output, stopping at the first error.
+    pub fn psql(&self, password: &str, sql: &str) -> Output {
+        self.psql_session(password, &[sql])
+    }
+
+    /// psql sending each statement as its own query, in one session.
+    pub fn psql_session(&self, password: &str, statements: &[&str]) -> Output {
+        let mut cmd = Command::new("psql");
+        cmd.args([
+            "-X",
+            "-A",
+            "-t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-v",
+            "VERBOSITY=verbose",
+        ]);
+        for sql in statements {
+            cmd.args(["-c", sql]);
+        }
+        cmd.arg(self.dsn(password))
+            .output()
+            .unwrap_or_else(|e| panic!("psql (postgresql-client) must be installed: {e}"))
+    }
+
+    /// Statements run by Python psycopg 3 (`tests/clients/pg_client.py`); its JSON answer.
+    pub fn psycopg(
+        &self,
+        password: &str,
+        statements: &serde_json::Value,
+        load: &[&str],
+    ) -> serde_json::Value {
+        let mut cmd = Command::new("python3");
+        cmd.arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/clients/pg_client.py"
+        ))
+        .arg(self.dsn(password))
+        .args(load);
+        let out = run_with_stdin(cmd, statements.to_string().as_bytes());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(&stdout).unwrap_or_else(|e| {
+            panic!(
+                "pg_client.py (needs psycopg: ./infra/test.sh installs it) gave no JSON ({e}): {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -4,3 +4,5 @@
 mod common;
 mod parse;
 mod pipeline;
+mod serve;
+mod sql;

@@ -1,0 +1,228 @@
+//! The query engine: one `SessionContext` whose `public` schema holds the lake's tables and
+//! views. A refresh swaps the whole set at once, so a query being planned sees either the old
+//! versions or the new ones, never a table missing or views pointing at an older table.
+
+use crate::error::QueryError;
+use crate::lake::LakeTables;
+use crate::policy;
+use async_trait::async_trait;
+use datafusion::catalog::{SchemaProvider, TableProvider};
+use datafusion::dataframe::DataFrame;
+use datafusion::error::DataFusionError;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
+use datafusion::sql::parser::DFParser;
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// The catalog and schema every table and view lives in; Postgres clients expect `public`.
+pub const CATALOG: &str = "datafusion";
+pub const SCHEMA: &str = "public";
+
+/// The views, as SQL (`CREATE VIEW` statements in dependency order).
+pub const VIEWS_SQL: &str = include_str!("views.sql");
+
+/// The views' names, in the order [`VIEWS_SQL`] defines them.
+pub const VIEWS: [&str; 3] = ["comparisons", "series", "headlines"];
+
+/// How the engine runs queries.
+#[derive(Debug, Clone, Default)]
+pub struct EngineConfig {
+    /// Upper bound on the memory of all running queries together (sorts, joins and
+    /// aggregations spill or fail beyond it); `None` leaves it unbounded.
+    pub memory_limit: Option<usize>,
+    /// Partitions a query is split into; `None` means one per core.
+    pub target_partitions: Option<usize>,
+}
+
+fn session_config(config: &EngineConfig) -> SessionConfig {
+    let mut session = SessionConfig::new()
+        .with_information_schema(true)
+        .with_create_default_catalog_and_schema(true)
+        .with_default_catalog_and_schema(CATALOG, SCHEMA);
+    if let Some(n) = config.target_partitions {
+        session = session.with_target_partitions(n);
+    }
+    session
+}
+
+/// The lake's tables and views behind one `SessionContext`.
+pub struct Engine {
+    ctx: SessionContext,
+    config: EngineConfig,
+    schema: Arc<LakeSchema>,
+    tables: tokio::sync::Mutex<LakeTables>,
+}
+
+impl Engine {
+    /// Opens the lake at `root` with its tables at their latest versions.
+    pub async fn open(root: &Path, config: &EngineConfig) -> Result<Self, QueryError> {
+        let tables = LakeTables::open(root).await?;
+        let session = session_config(config);
+        let mut runtime = RuntimeEnvBuilder::new();
+        if let Some(limit) = config.memory_limit {
+            runtime = runtime.with_memory_limit(limit, 1.0);
+        }
+        let state = SessionStateBuilder::new()
+            .with_config(session)
+            .with_runtime_env(runtime.build_arc()?)
+            .with_default_features()
+            .build();
+        let ctx = SessionContext::new_with_state(state);
+        let schema = Arc::new(LakeSchema::default());
+        let catalog = ctx
+            .catalog(CATALOG)
+            .ok_or_else(|| DataFusionError::Internal(format!("catalog {CATALOG} missing")))?;
+        catalog.register_schema(SCHEMA, Arc::clone(&schema) as Arc<dyn SchemaProvider>)?;
+        let engine = Self {
+            ctx,
+            config: config.clone(),
+            schema,
+            tables: tokio::sync::Mutex::new(tables),
+        };
+        engine.install().await?;
+        Ok(engine)
+    }
+
+    /// The session every query runs in. Reading is all it is for: its `public` schema refuses
+    /// new tables, and [`Engine::sql`] refuses statements that are not queries.
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// Loads commits made since the last refresh and, when there were any, swaps in tables and
+    /// views at the new versions. True when something changed.
+    pub async fn refresh(&self) -> Result<bool, QueryError> {
+        let changed = self.tables.lock().await.refresh().await?;
+        if changed {
+            self.install().await?;
+        }
+        Ok(changed)
+    }
+
+    /// Refreshes every `every` until the engine is dropped, logging (not failing) on errors so
+    /// a lake being compacted or briefly unreadable does not take the server down.
+    pub fn follow(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
+        let engine = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(engine) = engine.upgrade() else {
+                    return;
+                };
+                match engine.refresh().await {
+                    Ok(true) => tracing::info!("lake changed: tables and views refreshed"),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!("refreshing the lake failed, will retry: {e}"),
+                }
+            }
+        })
+    }
+
+    /// Plans one read-only SQL statement.
+    pub async fn sql(&self, sql: &str) -> Result<DataFrame, QueryError> {
+        policy::check_sql(sql)?;
+        let options = SQLOptions::new()
+            .with_allow_ddl(false)
+            .with_allow_dml(false)
+            .with_allow_statements(false);
+        Ok(self.ctx.sql_with_options(sql, options).await?)
+    }
+
+    /// Builds tables and views at the loaded versions in a scratch session, then publishes
+    /// them all at once.
+    async fn install(&self) -> Result<(), QueryError> {
+        let providers = self.tables.lock().await.providers().await?;
+        // A session of its own: the served one has pg_catalog and client settings layered on.
+        let scratch = SessionContext::new_with_config(session_config(&self.config));
+        let mut entries = BTreeMap::new();
+        for (name, provider) in providers {
+            scratch.register_table(name, Arc::clone(&provider))?;
+            entries.insert(name.to_owned(), provider);
+        }
+        let statements = DFParser::parse_sql_with_dialect(VIEWS_SQL, &GenericDialect {})?;
+        for (statement, view) in statements.into_iter().zip(VIEWS) {
+            let fail = |source: DataFusionError| QueryError::View {
+                view: view.to_owned(),
+                source: Box::new(source),
+            };
+            let state = scratch.state();
+            let plan = state.statement_to_plan(statement).await.map_err(fail)?;
+            scratch.execute_logical_plan(plan).await.map_err(fail)?;
+            let provider = scratch.table_provider(view).await.map_err(fail)?;
+            entries.insert(view.to_owned(), provider);
+        }
+        self.schema.publish(entries);
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("session", &self.ctx.session_id())
+            .field("tables", &self.schema.table_names())
+            .finish()
+    }
+}
+
+/// The `public` schema: the current set of tables and views, swapped whole on refresh.
+#[derive(Debug, Default)]
+struct LakeSchema {
+    entries: RwLock<Arc<BTreeMap<String, Arc<dyn TableProvider>>>>,
+}
+
+impl LakeSchema {
+    fn current(&self) -> Arc<BTreeMap<String, Arc<dyn TableProvider>>> {
+        // A poisoned lock only means a publisher panicked mid-swap of an Arc, which cannot leave
+        // the map half-written; keep serving it.
+        Arc::clone(&self.entries.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn publish(&self, entries: BTreeMap<String, Arc<dyn TableProvider>>) {
+        *self.entries.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(entries);
+    }
+}
+
+#[async_trait]
+impl SchemaProvider for LakeSchema {
+    fn table_names(&self) -> Vec<String> {
+        self.current().keys().cloned().collect()
+    }
+
+    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>, DataFusionError> {
+        Ok(self.current().get(name).cloned())
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.current().contains_key(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_view_statement_is_named_in_order() -> Result<(), DataFusionError> {
+        let statements = DFParser::parse_sql_with_dialect(VIEWS_SQL, &GenericDialect {})?;
+        let names: Vec<String> = statements
+            .iter()
+            .map(|s| match s {
+                datafusion::sql::parser::Statement::Statement(s) => match s.as_ref() {
+                    datafusion::sql::sqlparser::ast::Statement::CreateView(v) => v.name.to_string(),
+                    other => format!("not a view: {other}"),
+                },
+                other => format!("not a view: {other}"),
+            })
+            .collect();
+        assert_eq!(names, VIEWS);
+        Ok(())
+    }
+}

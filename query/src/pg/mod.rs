@@ -1,0 +1,389 @@
+//! The Postgres wire server (`lkplake serve --pg`): psql, Python's psycopg and Grafana's
+//! PostgreSQL data source query the lake as if it were a Postgres database.
+//!
+//! Built on `datafusion-postgres` (pgwire, pg_catalog, Postgres functions), with what a server
+//! facing a team needs on top: SCRAM passwords, a read-only policy checked before planning, a
+//! statement timeout that covers execution and streaming (not only planning), the engine's
+//! memory limit, and a connection limit.
+
+mod auth;
+pub mod functions;
+mod rewrite;
+
+use crate::engine::Engine;
+use crate::error::QueryError;
+use crate::policy::{self, Refused};
+use async_trait::async_trait;
+use auth::{Account, Startup};
+use datafusion::common::ParamValues;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::sqlparser::ast::Statement;
+use datafusion_postgres::datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
+use datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
+use datafusion_postgres::hooks::HookClient;
+use datafusion_postgres::hooks::cursor::CursorStatementHook;
+use datafusion_postgres::hooks::set_show::SetShowHook;
+use datafusion_postgres::hooks::transactions::TransactionStatementHook;
+use datafusion_postgres::pgwire::api::cancel::DefaultCancelHandler;
+use datafusion_postgres::pgwire::api::portal::{Format, Portal};
+use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use datafusion_postgres::pgwire::api::results::{FieldInfo, Response};
+use datafusion_postgres::pgwire::api::stmt::QueryParser;
+use datafusion_postgres::pgwire::api::store::PortalStore;
+use datafusion_postgres::pgwire::api::{
+    ClientInfo, ClientPortalStore, ConnectionManager, ErrorHandler, PgWireServerHandlers, Type,
+};
+use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::messages::PgWireBackendMessage;
+use datafusion_postgres::{DfSessionService, Parser, QueryHook, ServerOptions};
+use futures::{Sink, Stream, StreamExt};
+use std::fmt::Debug;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How the server listens and what it allows.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub user: String,
+    /// `None` runs without authentication, which only a loopback address allows.
+    pub password: Option<String>,
+    /// The longest a statement may run, streaming its rows included. A client may ask for less
+    /// with `SET statement_timeout`, never for more.
+    pub statement_timeout: Duration,
+    /// Connections beyond this are turned away; 0 means no limit.
+    pub max_connections: usize,
+}
+
+impl ServeConfig {
+    /// Refuses to expose the lake without a password beyond this machine.
+    pub fn validate(&self) -> Result<(), QueryError> {
+        if self.password.is_none() && !self.listen.ip().is_loopback() {
+            return Err(QueryError::Config(format!(
+                "listening on {} needs a password: pass --password (or LKPLAKE_PG_PASSWORD), or \
+                 listen on 127.0.0.1",
+                self.listen
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Prepares `engine`'s session for Postgres clients: the pg_catalog schema and the functions
+/// clients call while connecting.
+pub fn prepare(engine: &Engine) -> Result<(), QueryError> {
+    let ctx = engine.context();
+    setup_pg_catalog(ctx, crate::engine::CATALOG, EmptyContextProvider)
+        .map_err(|e| QueryError::from(*e))?;
+    functions::register(ctx);
+    Ok(())
+}
+
+/// Serves `engine` until `shutdown` resolves. Call [`prepare`] on the engine first.
+pub async fn serve(
+    engine: Arc<Engine>,
+    config: &ServeConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), QueryError> {
+    config.validate()?;
+    let handlers = Arc::new(Handlers::new(engine.context(), config));
+    let options = ServerOptions::new()
+        .with_host(config.listen.ip().to_string())
+        .with_port(config.listen.port())
+        .with_max_connections(config.max_connections);
+    tokio::select! {
+        served = datafusion_postgres::serve_with_handlers(handlers, &options) => served.map_err(|source| QueryError::Io {
+            what: format!("serving Postgres on {}", config.listen),
+            source,
+        }),
+        () = shutdown => Ok(()),
+    }
+}
+
+struct Handlers {
+    service: Arc<LakeService>,
+    account: Option<Arc<Account>>,
+    connections: Arc<ConnectionManager>,
+    cancel: Arc<DefaultCancelHandler>,
+}
+
+impl Handlers {
+    fn new(ctx: &SessionContext, config: &ServeConfig) -> Self {
+        let hooks: Vec<Arc<dyn QueryHook>> = vec![
+            Arc::new(ReadOnlyHook),
+            Arc::new(CursorStatementHook),
+            Arc::new(SetShowHook),
+            Arc::new(TransactionStatementHook),
+        ];
+        let inner = DfSessionService::new_with_hooks(Arc::new(ctx.clone()), hooks);
+        let parser = Arc::new(GuardedParser {
+            inner: inner.query_parser(),
+        });
+        let connections = Arc::new(ConnectionManager::new());
+        Self {
+            service: Arc::new(LakeService {
+                inner,
+                parser,
+                statement_timeout: config.statement_timeout,
+            }),
+            account: config
+                .password
+                .as_deref()
+                .map(|p| Arc::new(Account::new(&config.user, p))),
+            cancel: Arc::new(DefaultCancelHandler::new(Arc::clone(&connections))),
+            connections,
+        }
+    }
+}
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::clone(&self.service)
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::clone(&self.service)
+    }
+
+    fn startup_handler(&self) -> Arc<impl datafusion_postgres::pgwire::api::auth::StartupHandler> {
+        Arc::new(Startup::new(self.account.as_ref(), &self.connections))
+    }
+
+    fn error_handler(&self) -> Arc<impl ErrorHandler> {
+        Arc::new(LogErrors)
+    }
+
+    fn cancel_handler(&self) -> Arc<impl datafusion_postgres::pgwire::api::cancel::CancelHandler> {
+        Arc::clone(&self.cancel)
+    }
+}
+
+struct LogErrors;
+
+impl ErrorHandler for LogErrors {
+    fn on_error<C>(&self, client: &C, error: &mut PgWireError)
+    where
+        C: ClientInfo,
+    {
+        tracing::info!(client = %client.socket_addr(), "query error: {error}");
+    }
+}
+
+/// SQLSTATE 25006, `read_only_sql_transaction`: what Postgres answers to a write on a
+/// read-only server, so clients and their users recognise it.
+fn refused(refusal: &Refused) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "ERROR".to_owned(),
+        "25006".to_owned(),
+        refusal.to_string(),
+    )))
+}
+
+/// SQLSTATE 57014, `query_canceled`, with Postgres' own wording.
+fn timed_out(limit: Duration) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "ERROR".to_owned(),
+        "57014".to_owned(),
+        format!(
+            "canceling statement due to statement timeout ({} ms)",
+            limit.as_millis()
+        ),
+    )))
+}
+
+/// The statement-level policy, run on every statement the Postgres-compatible parser produced
+/// (catching what the DataFusion parser could not read).
+struct ReadOnlyHook;
+
+#[async_trait]
+impl QueryHook for ReadOnlyHook {
+    async fn handle_simple_query(
+        &self,
+        statement: &Statement,
+        _ctx: &SessionContext,
+        _client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        policy::check_statement(statement)
+            .err()
+            .map(|r| Err(refused(&r)))
+    }
+
+    async fn handle_extended_parse_query(
+        &self,
+        statement: &Statement,
+        _ctx: &SessionContext,
+        _client: &(dyn ClientInfo + Send + Sync),
+    ) -> Option<PgWireResult<LogicalPlan>> {
+        policy::check_statement(statement)
+            .err()
+            .map(|r| Err(refused(&r)))
+    }
+
+    async fn handle_extended_query(
+        &self,
+        _statement: &Statement,
+        _plan: &LogicalPlan,
+        _params: &ParamValues,
+        _ctx: &SessionContext,
+        _client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        None
+    }
+}
+
+type DfStatement = <Parser as QueryParser>::Statement;
+
+/// The extended protocol's parser with the read-only policy in front.
+struct GuardedParser {
+    inner: Arc<Parser>,
+}
+
+#[async_trait]
+impl QueryParser for GuardedParser {
+    type Statement = DfStatement;
+
+    async fn parse_sql<C>(
+        &self,
+        client: &C,
+        sql: &str,
+        types: &[Option<Type>],
+    ) -> PgWireResult<Option<Self::Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        policy::check_sql(sql).map_err(|r| refused(&r))?;
+        let sql = rewrite::search_path(sql);
+        self.inner.parse_sql(client, &sql, types).await
+    }
+
+    fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
+        self.inner.get_parameter_types(stmt)
+    }
+
+    fn get_result_schema(
+        &self,
+        stmt: &Self::Statement,
+        column_format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        self.inner.get_result_schema(stmt, column_format)
+    }
+}
+
+/// `DfSessionService` with the policy checked first and the statement timeout applied to the
+/// whole statement: planning, execution and the rows as they stream out.
+struct LakeService {
+    inner: DfSessionService,
+    parser: Arc<GuardedParser>,
+    statement_timeout: Duration,
+}
+
+impl LakeService {
+    /// The client's `statement_timeout` when it asked for one shorter than the server's.
+    fn limit<C: ClientInfo + ?Sized>(&self, client: &C) -> Duration {
+        client
+            .metadata()
+            .get("statement_timeout_ms")
+            .and_then(|ms| ms.parse::<u64>().ok())
+            .map(Duration::from_millis)
+            .filter(|&asked| asked < self.statement_timeout)
+            .unwrap_or(self.statement_timeout)
+    }
+}
+
+type RowStream = Pin<
+    Box<
+        dyn Stream<Item = PgWireResult<datafusion_postgres::pgwire::messages::data::DataRow>>
+            + Send,
+    >,
+>;
+
+/// Ends `rows` with a timeout error once `deadline` passes; dropping the inner stream stops
+/// DataFusion's execution.
+fn until(rows: RowStream, deadline: Instant, limit: Duration) -> RowStream {
+    let sleep = Box::pin(tokio::time::sleep_until(deadline));
+    Box::pin(futures::stream::unfold(
+        Some((rows, sleep)),
+        move |state| async move {
+            let (mut rows, mut sleep) = state?;
+            tokio::select! {
+                biased;
+                row = rows.next() => row.map(|row| (row, Some((rows, sleep)))),
+                () = &mut sleep => Some((Err(timed_out(limit)), None)),
+            }
+        },
+    ))
+}
+
+fn bounded(response: Response, deadline: Instant, limit: Duration) -> Response {
+    match response {
+        Response::Query(mut query) => {
+            let rows = std::mem::replace(&mut query.data_rows, Box::pin(futures::stream::empty()));
+            query.data_rows = until(rows, deadline, limit);
+            Response::Query(query)
+        }
+        other => other,
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for LakeService {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        policy::check_sql(query).map_err(|r| refused(&r))?;
+        let query = rewrite::search_path(query);
+        let limit = self.limit(client);
+        let deadline = Instant::now() + limit;
+        let responses = tokio::time::timeout_at(
+            deadline,
+            SimpleQueryHandler::do_query(&self.inner, client, &query),
+        )
+        .await
+        .map_err(|_| timed_out(limit))??;
+        Ok(responses
+            .into_iter()
+            .map(|r| bounded(r, deadline, limit))
+            .collect())
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for LakeService {
+    type Statement = DfStatement;
+    type QueryParser = GuardedParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        Arc::clone(&self.parser)
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+        max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let limit = self.limit(client);
+        let deadline = Instant::now() + limit;
+        let response = tokio::time::timeout_at(
+            deadline,
+            ExtendedQueryHandler::do_query(&self.inner, client, portal, max_rows),
+        )
+        .await
+        .map_err(|_| timed_out(limit))??;
+        Ok(bounded(response, deadline, limit))
+    }
+}

@@ -1,0 +1,81 @@
+-- The views of the lake, in dependency order. Each statement is `CREATE VIEW name AS ...`;
+-- the same text runs on DuckDB in infra/bench/query.sh, so keep it to SQL both engines share.
+
+-- comparisons: one row per table row of a report (per test and metric): the base and head
+-- values side by side, the change the robot printed, and a verdict from the metric's direction.
+CREATE VIEW comparisons AS
+SELECT
+    report_key,
+    min(time) AS time,
+    testcase,
+    machine,
+    params,
+    metric,
+    max(program) AS program,
+    max(CASE WHEN role = 'base' THEN commit END) AS base_commit,
+    max(CASE WHEN role = 'head' THEN commit END) AS commit,
+    max(CASE WHEN role = 'base' THEN value END) AS base_value,
+    max(CASE WHEN role = 'base' THEN stddev_pct END) AS base_stddev_pct,
+    max(CASE WHEN role = 'head' THEN value END) AS head_value,
+    max(CASE WHEN role = 'head' THEN stddev_pct END) AS head_stddev_pct,
+    max(CASE WHEN role = 'head' THEN change END) AS change,
+    max(change_unit) AS change_unit,
+    max(direction) AS direction,
+    bool_or(is_headline) AS is_headline,
+    CASE
+        WHEN max(direction) IS NULL OR max(CASE WHEN role = 'head' THEN change END) IS NULL
+            OR max(CASE WHEN role = 'head' THEN change END) = 0 THEN NULL
+        WHEN (max(CASE WHEN role = 'head' THEN change END) > 0)
+            = (max(direction) = 'higher_is_better') THEN 'improvement'
+        ELSE 'regression'
+    END AS verdict
+FROM metrics
+GROUP BY report_key, testcase, machine, params, metric;
+
+-- series: the observations of each series (testcase, machine, params, metric), one row per
+-- commit measured: the first time a report measured it and the mean of its measurements.
+CREATE VIEW series AS
+SELECT
+    testcase,
+    machine,
+    params,
+    metric,
+    commit,
+    min(time) AS time,
+    avg(value) AS value,
+    min(value) AS min_value,
+    max(value) AS max_value,
+    count(*) AS samples,
+    max(direction) AS direction,
+    bool_or(is_headline) AS is_headline
+FROM metrics
+GROUP BY testcase, machine, params, metric, commit;
+
+-- headlines: the metric each report is about, with its subject and commit titles.
+CREATE VIEW headlines AS
+SELECT
+    c.time,
+    c.testcase,
+    c.machine,
+    c.params,
+    c.metric,
+    c.base_commit,
+    c.commit,
+    r.commit_title,
+    c.base_value,
+    c.head_value,
+    c.change,
+    c.change_unit,
+    c.verdict,
+    r.kind,
+    r.branch,
+    r.subject,
+    r.message_id,
+    c.report_key
+FROM comparisons c
+JOIN reports r
+    ON c.report_key = r.report_key
+    AND c.testcase = r.testcase
+    AND c.machine = r.machine
+    AND c.params = r.params
+WHERE c.is_headline;

@@ -1,0 +1,66 @@
+//! Parsers for human-written durations (`500ms`, `30s`, `5m`) and sizes (`512M`, `4G`) in flags.
+
+use std::time::Duration;
+
+pub fn duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration like 500ms, 30s or 5m"))?;
+    match unit.trim() {
+        "ms" => Ok(Duration::from_millis(n)),
+        "" | "s" => Ok(Duration::from_secs(n)),
+        "m" | "min" => Ok(Duration::from_secs(n * 60)),
+        "h" => Ok(Duration::from_secs(n * 3600)),
+        other => Err(format!(
+            "unknown unit `{other}` in `{text}`: use ms, s, m or h"
+        )),
+    }
+}
+
+pub fn bytes(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: usize = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size like 512M or 4G"))?;
+    let scale: usize = match unit.trim().trim_end_matches(['B', 'b', 'i']) {
+        "" => 1,
+        "K" | "k" => 1 << 10,
+        "M" | "m" => 1 << 20,
+        "G" | "g" => 1 << 30,
+        "T" | "t" => 1 << 40,
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{text}`: use K, M, G or T"
+            ));
+        }
+    };
+    n.checked_mul(scale)
+        .ok_or_else(|| format!("`{text}` is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_sizes_read_as_people_write_them() {
+        assert_eq!(duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(duration("45"), Ok(Duration::from_secs(45)));
+        assert_eq!(duration("5m"), Ok(Duration::from_secs(300)));
+        assert!(duration("5 fortnights").is_err());
+        assert_eq!(bytes("512M"), Ok(512 << 20));
+        assert_eq!(bytes("4GiB"), Ok(4 << 30));
+        assert_eq!(bytes("1024"), Ok(1024));
+        assert!(bytes("lots").is_err());
+    }
+}

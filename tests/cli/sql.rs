@@ -1,0 +1,248 @@
+//! `lkplake sql` and the views: values checked against what the seed reports print.
+//!
+//! Seed 002 (`examples/reports/002_5fa9b7d75deb5046.txt`) is the vm-scalability report on
+//! lkp-csl-2sp3 comparing dad6a5eb55 with cb67f4282b; the expected numbers below are read
+//! off its table.
+
+use crate::common::{lkplake, seed_lake, sql_json, temp_dir};
+use serde_json::{Value, json};
+
+const SEED_002: &str = "testcase = 'vm-scalability' AND machine = 'lkp-csl-2sp3'";
+
+fn one(rows: &[Value]) -> &Value {
+    assert_eq!(rows.len(), 1, "expected one row: {rows:?}");
+    &rows[0]
+}
+
+#[test]
+fn comparisons_put_base_head_and_change_side_by_side_as_the_report_prints_them() {
+    let lake = seed_lake("sql-comparisons");
+    let rows = sql_json(
+        &lake,
+        &format!(
+            "SELECT base_commit, commit, base_value, base_stddev_pct, head_value, head_stddev_pct, \
+             change, change_unit, direction, is_headline, verdict FROM comparisons \
+             WHERE {SEED_002} AND metric = 'vm-scalability.throughput'"
+        ),
+    );
+    let row = one(&rows);
+    assert!(
+        row["base_commit"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("dad6a5eb55")),
+        "{row}"
+    );
+    assert!(
+        row["commit"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("cb67f4282b")),
+        "{row}"
+    );
+    // "2.352e+08  +34.5%  3.164e+08  vm-scalability.throughput"
+    assert_eq!(row["base_value"], json!(2.352e8));
+    assert_eq!(row["head_value"], json!(3.164e8));
+    assert_eq!(row["base_stddev_pct"], Value::Null);
+    assert_eq!(row["change"], json!(34.5));
+    assert_eq!(row["change_unit"], json!("percent"));
+    assert_eq!(row["direction"], json!("higher_is_better"));
+    assert_eq!(row["is_headline"], json!(true));
+    assert_eq!(row["verdict"], json!("improvement"));
+
+    // "1132841 ± 37%  +90.2%  2154205 ± 22%  proc-vmstat.compact_free_scanned": a diagnostic
+    // counter with no direction, so no verdict.
+    let rows = sql_json(
+        &lake,
+        &format!(
+            "SELECT base_value, base_stddev_pct, head_value, head_stddev_pct, change, direction, \
+             verdict FROM comparisons WHERE {SEED_002} AND metric = 'proc-vmstat.compact_free_scanned'"
+        ),
+    );
+    assert_eq!(
+        one(&rows),
+        &json!({"base_value": 1132841.0, "base_stddev_pct": 37.0, "head_value": 2154205.0,
+                "head_stddev_pct": 22.0, "change": 90.2, "direction": null, "verdict": null})
+    );
+
+    // "31.13 ± 4%  +4.8  35.91 ± 4%  perf-stat.i.iTLB-load-miss-rate%": a percentage metric
+    // whose change is printed in points, not percent.
+    let rows = sql_json(
+        &lake,
+        &format!(
+            "SELECT base_value, head_value, change, change_unit FROM comparisons \
+             WHERE {SEED_002} AND metric = 'perf-stat.i.iTLB-load-miss-rate%'"
+        ),
+    );
+    assert_eq!(
+        one(&rows),
+        &json!({"base_value": 31.13, "head_value": 35.91, "change": 4.8, "change_unit": "absolute"})
+    );
+}
+
+#[test]
+fn series_has_one_observation_per_commit_in_time_order_and_headlines_one_row_per_report_test() {
+    let lake = seed_lake("sql-series");
+    let rows = sql_json(
+        &lake,
+        &format!(
+            "SELECT commit, value, samples FROM series WHERE {SEED_002} \
+             AND metric = 'vm-scalability.throughput' ORDER BY time, value"
+        ),
+    );
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows[0]["commit"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("dad6a5eb55"))
+    );
+    assert_eq!(
+        (&rows[0]["value"], &rows[0]["samples"]),
+        (&json!(2.352e8), &json!(1))
+    );
+    assert!(
+        rows[1]["commit"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("cb67f4282b"))
+    );
+    assert_eq!(rows[1]["value"], json!(3.164e8));
+
+    // Every report test with a headline gives exactly one headline row, carrying the report's
+    // subject and kind.
+    let tests_with_headline = sql_json(
+        &lake,
+        "SELECT count(*) AS n FROM reports WHERE headline_metric IS NOT NULL",
+    );
+    let headlines = sql_json(&lake, "SELECT count(*) AS n FROM headlines");
+    assert_eq!(headlines, tests_with_headline);
+    let rows = sql_json(
+        &lake,
+        &format!("SELECT metric, change, kind, verdict, subject FROM headlines WHERE {SEED_002}"),
+    );
+    let row = one(&rows);
+    assert_eq!(row["metric"], json!("vm-scalability.throughput"));
+    assert_eq!(row["change"], json!(34.5));
+    assert_eq!(
+        (&row["kind"], &row["verdict"]),
+        (&json!("improvement"), &json!("improvement"))
+    );
+    assert!(
+        row["subject"]
+            .as_str()
+            .is_some_and(|s| s.contains("cb67f4282b")),
+        "{row}"
+    );
+}
+
+#[test]
+fn csv_and_table_formats_print_the_same_rows() {
+    let lake = seed_lake("sql-formats");
+    let sql = format!(
+        "SELECT metric, change FROM comparisons WHERE {SEED_002} \
+         AND metric IN ('vm-scalability.throughput', 'vm-scalability.median') ORDER BY metric"
+    );
+    let lake_arg = lake.to_string_lossy().into_owned();
+    let csv = lkplake(&["sql", "--lake", &lake_arg, "--format", "csv", &sql], None);
+    assert!(
+        csv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&csv.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&csv.stdout),
+        "metric,change\nvm-scalability.median,34.5\nvm-scalability.throughput,34.5\n"
+    );
+    let table = lkplake(&["sql", "--lake", &lake_arg, &sql], None);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("| vm-scalability.median     | 34.5   |"),
+        "{text}"
+    );
+    assert!(text.trim_end().ends_with("(2 rows)"), "{text}");
+}
+
+#[test]
+fn statements_that_write_or_touch_files_are_refused_with_the_reason() {
+    let lake = seed_lake("sql-refused");
+    let lake_arg = lake.to_string_lossy().into_owned();
+    for (sql, what) in [
+        ("DELETE FROM metrics", "DELETE is refused"),
+        (
+            "INSERT INTO reports SELECT * FROM reports",
+            "INSERT is refused",
+        ),
+        (
+            "COPY metrics TO '/tmp/lkplake-stolen.parquet'",
+            "COPY is refused",
+        ),
+        (
+            "CREATE EXTERNAL TABLE pw STORED AS CSV LOCATION '/etc/passwd'",
+            "CREATE EXTERNAL TABLE is refused",
+        ),
+    ] {
+        let out = lkplake(&["sql", "--lake", &lake_arg, sql], None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{sql}: {stderr}");
+        assert!(stderr.contains(what), "{sql}: {stderr}");
+        assert!(stderr.contains("read-only"), "{sql}: {stderr}");
+    }
+    assert!(!std::path::Path::new("/tmp/lkplake-stolen.parquet").exists());
+    // The lake is untouched.
+    assert_eq!(
+        sql_json(
+            &lake,
+            "SELECT count(*) AS n FROM reports WHERE testcase = 'vm-scalability'"
+        )
+        .len(),
+        1
+    );
+}
+
+#[test]
+fn a_missing_lake_is_named_with_what_to_run_first() {
+    let dir = temp_dir("sql-no-lake");
+    let out = lkplake(&["sql", "--lake", &dir.to_string_lossy(), "SELECT 1"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "no lake table at {}",
+            dir.join("metrics").display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("run `lkplake run`"), "{stderr}");
+}
+
+#[test]
+fn the_shell_reads_statements_across_lines_and_keeps_going_after_an_error() {
+    let lake = seed_lake("sql-shell");
+    let history = temp_dir("sql-shell-history").join("history");
+    let mut cmd =
+        crate::common::command(&["sql", "--lake", &lake.to_string_lossy(), "--format", "csv"]);
+    cmd.env("LKPLAKE_HISTORY", &history);
+    let input = "SELECT count(*)\n  AS n FROM reports\n WHERE testcase = 'vm-scalability';\n\
+                 SELECT nonsense FROM nowhere;\n\\d\nSELECT 40 + 2 AS answer;\n\\q\n";
+    let out = crate::common::run_with_stdin(cmd, input.as_bytes());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("n\n1\n"), "{stdout}");
+    assert!(
+        stderr.contains("error:") && stderr.contains("nowhere"),
+        "{stderr}"
+    );
+    for name in [
+        "comparisons,VIEW",
+        "headlines,VIEW",
+        "metrics,BASE TABLE",
+        "reports,BASE TABLE",
+        "series,VIEW",
+    ] {
+        assert!(stdout.contains(name), "{name} missing from \\d: {stdout}");
+    }
+    assert!(stdout.contains("answer\n42\n"), "{stdout}");
+    let saved = std::fs::read_to_string(&history).unwrap_or_default();
+    assert!(
+        saved.contains("SELECT 40 + 2 AS answer;"),
+        "history: {saved}"
+    );
+}
