@@ -3,10 +3,11 @@
 
 -- comparisons: one row per table row of a report (per test and metric): the base and head
 -- values side by side, the change the robot printed, and a verdict from the metric's direction.
+-- `time` (the report's date) is a grouping key, not an aggregate, so filters on it reach the scan.
 CREATE VIEW comparisons AS
 SELECT
     report_key,
-    min(time) AS time,
+    time,
     testcase,
     machine,
     params,
@@ -30,7 +31,7 @@ SELECT
         ELSE 'regression'
     END AS verdict
 FROM metrics
-GROUP BY report_key, testcase, machine, params, metric;
+GROUP BY report_key, time, testcase, machine, params, metric;
 
 -- series: the observations of each series (testcase, machine, params, metric), one row per
 -- commit measured: the first time a report measured it and the mean of its measurements.

@@ -246,3 +246,59 @@ fn the_shell_reads_statements_across_lines_and_keeps_going_after_an_error() {
         "history: {saved}"
     );
 }
+
+fn files_scanned(lake: &std::path::Path, sql: &str) -> Vec<u64> {
+    let rows = sql_json(lake, &format!("EXPLAIN ANALYZE {sql}"));
+    let plan = rows
+        .iter()
+        .filter_map(|r| r["plan"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let counts: Vec<u64> = plan
+        .split("count_files_scanned=")
+        .skip(1)
+        .filter_map(|rest| {
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse().ok())
+        })
+        .collect();
+    assert!(!counts.is_empty(), "no scan in plan: {plan}");
+    counts
+}
+
+#[test]
+fn filters_on_testcase_and_machine_prune_partitions_through_tables_and_views() {
+    let lake = seed_lake("sql-pruning");
+    // The five seeds are five testcases on five machines: one partition (one file) each.
+    assert_eq!(files_scanned(&lake, "SELECT sum(value) FROM metrics"), [5]);
+    assert_eq!(
+        files_scanned(
+            &lake,
+            &format!("SELECT sum(value) FROM metrics WHERE {SEED_002}")
+        ),
+        [1]
+    );
+    assert_eq!(
+        files_scanned(
+            &lake,
+            "SELECT sum(value) FROM metrics WHERE machine = 'lkp-csl-2sp3'"
+        ),
+        [1]
+    );
+    // Through the views the filter still reaches the scan of every table they read.
+    assert_eq!(
+        files_scanned(
+            &lake,
+            "SELECT count(*) FROM comparisons WHERE testcase = 'vm-scalability'"
+        ),
+        [1]
+    );
+    assert_eq!(
+        files_scanned(
+            &lake,
+            &format!("SELECT count(*) FROM headlines WHERE {SEED_002}")
+        ),
+        [1, 1]
+    );
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""DuckDB side of infra/bench/query.sh: the lake's live Parquet files (replayed from the Delta
+log, so files replaced by compaction are not read twice), the views of query/src/views.sql and
+the queries of query/benches/queries.sql, timed in-process. Prints JSON:
+{"engine": "duckdb <version>", "rows": {table: n}, "queries": {name: {"median_ms", "min_ms", "rows"}}}
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+import time
+import urllib.parse
+
+import duckdb
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+RUNS = int(os.environ.get("LKPLAKE_BENCH_RUNS", "10"))
+
+
+def live_files(table_dir):
+    live = {}
+    for f in sorted(glob.glob(os.path.join(table_dir, "_delta_log", "*.json"))):
+        with open(f) as log:
+            for line in log:
+                action = json.loads(line)
+                if "add" in action:
+                    live[action["add"]["path"]] = True
+                elif "remove" in action:
+                    live.pop(action["remove"]["path"], None)
+    return [os.path.join(table_dir, urllib.parse.unquote(p)) for p in live]
+
+
+
+
+def queries():
+    named, current = [], None
+    with open(os.path.join(ROOT, "query", "benches", "queries.sql")) as f:
+        for line in f:
+            if line.startswith("-- name: "):
+                current = [line[len("-- name: "):].strip(), ""]
+                named.append(current)
+            elif not line.startswith("--") and current is not None:
+                current[1] += line
+    keys = ["testcase", "machine", "params", "metric", "year", "next_year"]
+    out = []
+    for name, sql in named:
+        for key in keys:
+            value = os.environ.get("LKPLAKE_BENCH_" + key.upper())
+            if value is not None:
+                sql = sql.replace("{" + key + "}", value.replace("'", "''"))
+        out.append((name, sql.strip().rstrip(";")))
+    return out
+
+
+def main():
+    lake = sys.argv[1]
+    con = duckdb.connect()
+    rows = {}
+    for table in ["metrics", "reports"]:
+        files = live_files(os.path.join(lake, table))
+        con.execute(
+            f"CREATE VIEW {table} AS SELECT * FROM read_parquet(?, hive_partitioning = true)",
+            [files],
+        )
+        rows[table] = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+    with open(os.path.join(ROOT, "query", "src", "views.sql")) as f:
+        views = "\n".join(l for l in f.read().splitlines() if not l.lstrip().startswith("--"))
+    for view in views.split(";"):
+        if view.strip():
+            con.execute(view)
+    results = {}
+    for name, sql in queries():
+        n = len(con.execute(sql).fetchall())  # warm-up, and the row count
+        times = []
+        for _ in range(RUNS):
+            started = time.perf_counter()
+            con.execute(sql).fetchall()
+            times.append((time.perf_counter() - started) * 1000)
+        results[name] = {"median_ms": round(statistics.median(times), 2), "min_ms": round(min(times), 2), "rows": n}
+    print(json.dumps({"engine": "duckdb " + duckdb.__version__, "rows": rows, "queries": results}))
+
+
+if __name__ == "__main__":
+    main()
