@@ -51,6 +51,10 @@ pub fn run(args: &GenArgs) -> anyhow::Result<()> {
                 "params": step.params,
                 "metric": step.metric,
                 "at_report_index": step.at_report_index,
+                // The report whose head column first shows the step: its date and commit are
+                // where a trend analysis should place the change.
+                "time": synth.reports.get(step.at_report_index).map(|r| r.date.to_rfc3339()),
+                "commit": synth.reports.get(step.at_report_index).map(|r| r.commit_id.clone()),
                 "change_pct": step.change_pct,
             });
             writeln!(file, "{line}")?;

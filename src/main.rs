@@ -5,6 +5,7 @@ mod parse;
 mod pipeline;
 mod serve;
 mod sql;
+mod trend;
 mod units;
 
 use clap::{Parser, Subcommand};
@@ -39,6 +40,8 @@ enum Command {
     Sql(sql::SqlArgs),
     /// Serve the lake over the Postgres wire protocol (psql, psycopg, Grafana).
     Serve(serve::ServeArgs),
+    /// Find the change points of every series and save them to the lake's `changes` table.
+    Trend(trend::TrendArgs),
 }
 
 fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
@@ -64,6 +67,7 @@ fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
                 .map(|()| ExitCode::SUCCESS),
             Command::Sql(args) => sql::run(&args).await.map(ok),
             Command::Serve(args) => serve::run(&args).await.map(|()| ExitCode::SUCCESS),
+            Command::Trend(args) => trend::run(&args).await.map(|()| ExitCode::SUCCESS),
             Command::Parse(_) | Command::Dlq(_) | Command::Gen(_) => Ok(ExitCode::SUCCESS),
         }
     })

@@ -53,6 +53,7 @@ fn session_config(config: &EngineConfig) -> SessionConfig {
 /// The lake's tables and views behind one `SessionContext`.
 pub struct Engine {
     ctx: SessionContext,
+    root: std::path::PathBuf,
     config: EngineConfig,
     schema: Arc<LakeSchema>,
     tables: tokio::sync::Mutex<LakeTables>,
@@ -80,6 +81,7 @@ impl Engine {
         catalog.register_schema(SCHEMA, Arc::clone(&schema) as Arc<dyn SchemaProvider>)?;
         let engine = Self {
             ctx,
+            root: root.to_owned(),
             config: config.clone(),
             schema,
             tables: tokio::sync::Mutex::new(tables),
@@ -123,6 +125,16 @@ impl Engine {
                 }
             }
         })
+    }
+
+    /// Root directory of the lake.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether the lake has table `name` (the trend tables exist once `lkplake trend` ran).
+    pub fn has_table(&self, name: &str) -> bool {
+        self.schema.current().contains_key(name)
     }
 
     /// Plans one read-only SQL statement.

@@ -1,13 +1,52 @@
 //! The lake's Delta tables, opened for reading and followed as the transformer commits.
 
 use crate::error::QueryError;
+use datafusion::arrow::array::RecordBatch;
 use datafusion::catalog::TableProvider;
 use deltalake::DeltaTable;
+use deltalake::protocol::SaveMode;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Names of the lake's tables, as the transformer writes them.
 pub const TABLES: [&str; 2] = ["metrics", "reports"];
+
+/// Tables `lkplake trend` writes; served once they exist.
+pub const TREND_TABLES: [&str; 2] = ["changes", "trend_series"];
+
+async fn open_table(path: &Path, name: &'static str) -> Result<DeltaTable, QueryError> {
+    let delta = |source| QueryError::Delta {
+        table: name,
+        source,
+    };
+    let url = deltalake::ensure_table_uri(path.to_string_lossy()).map_err(delta)?;
+    DeltaTable::try_from_url(url).await.map_err(delta)
+}
+
+/// Replaces the contents of table `name` under `root` with `batch`, creating the table when
+/// missing. Only for the small tables the read side derives (`changes`, `trend_series`): one
+/// Delta commit, so readers see the old contents or the new, never a mix.
+pub async fn overwrite(
+    root: &Path,
+    name: &'static str,
+    batch: RecordBatch,
+) -> Result<(), QueryError> {
+    let path = root.join(name);
+    std::fs::create_dir_all(&path).map_err(|source| QueryError::Io {
+        what: format!("creating {}", path.display()),
+        source,
+    })?;
+    let table = open_table(&path, name).await?;
+    table
+        .write(vec![batch])
+        .with_save_mode(SaveMode::Overwrite)
+        .await
+        .map_err(|source| QueryError::Delta {
+            table: name,
+            source,
+        })?;
+    Ok(())
+}
 
 /// The lake's tables at some version.
 #[derive(Debug)]
@@ -29,18 +68,32 @@ impl LakeTables {
                     path,
                 });
             }
-            let delta = |source| QueryError::Delta {
-                table: name,
-                source,
-            };
-            let url = deltalake::ensure_table_uri(path.to_string_lossy()).map_err(delta)?;
-            let table = DeltaTable::try_from_url(url).await.map_err(delta)?;
-            tables.push((name, table));
+            tables.push((name, open_table(&path, name).await?));
         }
-        Ok(Self {
+        let mut lake = Self {
             root: root.to_owned(),
             tables,
-        })
+        };
+        lake.open_new_tables().await?;
+        Ok(lake)
+    }
+
+    /// Opens trend tables created since the lake was opened.
+    async fn open_new_tables(&mut self) -> Result<bool, QueryError> {
+        let mut opened = false;
+        for name in TREND_TABLES {
+            let path = self.root.join(name);
+            if self.tables.iter().all(|(n, _)| *n != name) && path.join("_delta_log").is_dir() {
+                self.tables.push((name, open_table(&path, name).await?));
+                opened = true;
+            }
+        }
+        Ok(opened)
+    }
+
+    /// Whether `name` is one of the open tables.
+    pub fn has(&self, name: &str) -> bool {
+        self.tables.iter().any(|(n, _)| *n == name)
     }
 
     pub fn root(&self) -> &Path {
@@ -54,6 +107,7 @@ impl LakeTables {
 
     /// Loads commits made since the last load; true when any table moved.
     pub async fn refresh(&mut self) -> Result<bool, QueryError> {
+        let opened = self.open_new_tables().await?;
         let before = self.versions();
         for (name, table) in &mut self.tables {
             table
@@ -64,7 +118,7 @@ impl LakeTables {
                     source,
                 })?;
         }
-        Ok(self.versions() != before)
+        Ok(opened || self.versions() != before)
     }
 
     /// A table provider per table, frozen at the loaded versions.

@@ -3,8 +3,9 @@
 //! current as the transformer commits; the output formats of `lkplake sql`; and the Postgres
 //! wire server that psql, Python and Grafana talk to.
 //!
-//! Everything here only reads: the lake is written by `lkplake-transform` alone, so a query
-//! can never change what the pipeline's exactly-once bookkeeping relies on.
+//! The reports and metrics are written by `lkplake-transform` alone, so a query can never
+//! change what the pipeline's exactly-once bookkeeping relies on; the only tables written here
+//! are the ones derived from them (`changes`, `trend_series` from [`trend`]).
 
 pub mod engine;
 pub mod error;
@@ -12,6 +13,7 @@ pub mod format;
 pub mod lake;
 pub mod pg;
 pub mod policy;
+pub mod trend;
 
 pub use engine::{Engine, EngineConfig};
 pub use error::QueryError;

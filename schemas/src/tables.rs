@@ -64,3 +64,39 @@ pub static REPORTS: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("source", DataType::Utf8, false),
     ]))
 });
+
+/// `changes`: one row per change point that `lkplake trend` found in a series.
+pub static CHANGES: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("testcase", DataType::Utf8, false),
+        Field::new("machine", DataType::Utf8, false),
+        Field::new("params", DataType::Utf8, false),
+        Field::new("metric", DataType::Utf8, false),
+        Field::new("time", time(), false),
+        Field::new("last_commit_before", DataType::Utf8, false),
+        Field::new("first_commit_after", DataType::Utf8, false),
+        Field::new("time_before", time(), false),
+        Field::new("mean_before", DataType::Float64, false),
+        Field::new("mean_after", DataType::Float64, false),
+        Field::new("change_pct", DataType::Float64, false),
+        Field::new("pvalue", DataType::Float64, false),
+        Field::new("kind", DataType::Utf8, true),
+        Field::new("direction", DataType::Utf8, true),
+        Field::new("observations_before", DataType::UInt32, false),
+        Field::new("observations_after", DataType::UInt32, false),
+    ]))
+});
+
+/// `trend_series`: what `lkplake trend` last analysed per series, so a re-run recomputes only
+/// series with new observations.
+pub static TREND_SERIES: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("testcase", DataType::Utf8, false),
+        Field::new("machine", DataType::Utf8, false),
+        Field::new("params", DataType::Utf8, false),
+        Field::new("metric", DataType::Utf8, false),
+        Field::new("observations", DataType::UInt64, false),
+        Field::new("last_time", time(), false),
+        Field::new("settings", DataType::Utf8, false),
+    ]))
+});

@@ -6,3 +6,4 @@ mod parse;
 mod pipeline;
 mod serve;
 mod sql;
+mod trend;

@@ -1,0 +1,707 @@
+//! Trend analysis (`lkplake trend`): where each series stepped up or down over the years, and
+//! which commit range did it.
+//!
+//! A series (testcase, machine, params, metric) becomes one observation per commit it was
+//! measured on — the base and head columns of every report, averaged when a commit was measured
+//! more than once — in time order, the base before the head within a report. [`detect`] finds
+//! the change points; each is labelled a regression or an improvement from the metric's
+//! direction and written to the lake's `changes` table, which SQL and Grafana read like any
+//! other. `trend_series` remembers what each series looked like when it was last analysed, so a
+//! re-run recomputes only series with new observations (or new settings).
+
+pub mod detect;
+mod plot;
+
+use crate::engine::Engine;
+use crate::error::QueryError;
+use crate::lake;
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+    UInt32Array, UInt64Array,
+};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{
+    DataType, Float64Type, Int64Type, TimeUnit, TimestampMicrosecondType, UInt64Type,
+};
+use futures::StreamExt;
+use lkplake_schemas::tables::{CHANGES, TREND_SERIES};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What to analyse and how.
+#[derive(Debug, Clone)]
+pub struct TrendConfig {
+    pub testcase: Option<String>,
+    pub machine: Option<String>,
+    /// A regular expression the metric must match.
+    pub metric: Option<String>,
+    /// Only observations at or after this time (`2024-01-01`, RFC 3339, ...).
+    pub since: Option<String>,
+    pub detect: detect::Params,
+    /// Series with fewer observations are not analysed (a step needs points on both sides).
+    pub min_observations: usize,
+    /// Recompute every series, ignoring what the last run saved.
+    pub full: bool,
+    /// Draw each series that has change points as an SVG file here.
+    pub plot_dir: Option<PathBuf>,
+}
+
+impl TrendConfig {
+    /// The settings a saved result depends on; a change recomputes the series.
+    fn fingerprint(&self) -> String {
+        format!(
+            "window={} pvalue={} min_change={} min_obs={} since={}",
+            self.detect.window,
+            self.detect.max_pvalue,
+            self.detect.min_magnitude,
+            self.min_observations,
+            self.since.as_deref().unwrap_or("-")
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SeriesKey {
+    pub testcase: String,
+    pub machine: String,
+    pub params: String,
+    pub metric: String,
+}
+
+impl std::fmt::Display for SeriesKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}/{}/{} [{}]",
+            self.testcase, self.machine, self.metric, self.params
+        )
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Observation {
+    /// Microseconds since the epoch, UTC.
+    pub time: i64,
+    pub commit: String,
+    pub value: f64,
+}
+
+/// One change point of a series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub series: SeriesKey,
+    /// Time of the first observation after the change.
+    pub time: i64,
+    /// Time of the last observation before it.
+    pub time_before: i64,
+    pub last_commit_before: String,
+    pub first_commit_after: String,
+    pub mean_before: f64,
+    pub mean_after: f64,
+    pub change_pct: f64,
+    pub pvalue: f64,
+    /// `regression` or `improvement`; none for metrics without a direction.
+    pub kind: Option<String>,
+    pub direction: Option<String>,
+    pub observations_before: u32,
+    pub observations_after: u32,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrendSummary {
+    /// Series matching the filters.
+    pub series: u64,
+    /// Series analysed in this run.
+    pub analysed: u64,
+    /// Series skipped because nothing changed since the last run.
+    pub unchanged: u64,
+    /// Series with too few observations to analyse.
+    pub too_short: u64,
+    /// Change points in the series matching the filters.
+    pub changes: u64,
+    pub plots: u64,
+}
+
+/// Called with (series done, series in all) as the run goes.
+pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
+
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+fn filters(config: &TrendConfig) -> String {
+    let mut where_ = vec!["time IS NOT NULL".to_owned()];
+    if let Some(t) = &config.testcase {
+        where_.push(format!("testcase = {}", quote(t)));
+    }
+    if let Some(m) = &config.machine {
+        where_.push(format!("machine = {}", quote(m)));
+    }
+    if let Some(re) = &config.metric {
+        where_.push(format!("metric ~ {}", quote(re)));
+    }
+    if let Some(since) = &config.since {
+        where_.push(format!("time >= {}", quote(since)));
+    }
+    where_.join(" AND ")
+}
+
+fn strings(column: &ArrayRef) -> Result<StringArray, QueryError> {
+    let utf8 = cast(column, &DataType::Utf8)?;
+    Ok(utf8.as_string::<i32>().clone())
+}
+
+fn micros(column: &ArrayRef) -> Result<TimestampMicrosecondArray, QueryError> {
+    let ts = cast(column, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
+    Ok(ts.as_primitive::<TimestampMicrosecondType>().clone())
+}
+
+/// The analysis result a series had at the last run.
+#[derive(Debug, Clone)]
+struct Saved {
+    observations: u64,
+    last_time: i64,
+    settings: String,
+}
+
+async fn saved_state(engine: &Engine) -> Result<HashMap<SeriesKey, Saved>, QueryError> {
+    let mut state = HashMap::new();
+    if !engine.has_table("trend_series") {
+        return Ok(state);
+    }
+    let batches = engine
+        .sql("SELECT testcase, machine, params, metric, observations, last_time, settings FROM trend_series")
+        .await?
+        .collect()
+        .await?;
+    for b in &batches {
+        let (t, m, p, me, s) = (
+            strings(b.column(0))?,
+            strings(b.column(1))?,
+            strings(b.column(2))?,
+            strings(b.column(3))?,
+            strings(b.column(6))?,
+        );
+        let obs = cast(b.column(4), &DataType::UInt64)?;
+        let obs = obs.as_primitive::<UInt64Type>();
+        let last = micros(b.column(5))?;
+        for i in 0..b.num_rows() {
+            state.insert(
+                SeriesKey {
+                    testcase: t.value(i).to_owned(),
+                    machine: m.value(i).to_owned(),
+                    params: p.value(i).to_owned(),
+                    metric: me.value(i).to_owned(),
+                },
+                Saved {
+                    observations: obs.value(i),
+                    last_time: last.value(i),
+                    settings: s.value(i).to_owned(),
+                },
+            );
+        }
+    }
+    Ok(state)
+}
+
+async fn saved_changes(engine: &Engine) -> Result<Vec<Change>, QueryError> {
+    if !engine.has_table("changes") {
+        return Ok(Vec::new());
+    }
+    let batches = engine.sql("SELECT * FROM changes").await?.collect().await?;
+    let mut out = Vec::new();
+    for b in &batches {
+        let col = |name: &str| {
+            b.column_by_name(name)
+                .cloned()
+                .ok_or_else(|| QueryError::Config(format!("changes table lacks column {name}")))
+        };
+        let (t, m, p, me) = (
+            strings(&col("testcase")?)?,
+            strings(&col("machine")?)?,
+            strings(&col("params")?)?,
+            strings(&col("metric")?)?,
+        );
+        let (time, time_before) = (micros(&col("time")?)?, micros(&col("time_before")?)?);
+        let (before, after) = (
+            strings(&col("last_commit_before")?)?,
+            strings(&col("first_commit_after")?)?,
+        );
+        let floats = |name: &str| -> Result<Float64Array, QueryError> {
+            Ok(cast(&col(name)?, &DataType::Float64)?
+                .as_primitive::<Float64Type>()
+                .clone())
+        };
+        let (mb, ma, pct, pv) = (
+            floats("mean_before")?,
+            floats("mean_after")?,
+            floats("change_pct")?,
+            floats("pvalue")?,
+        );
+        let (kind, direction) = (strings(&col("kind")?)?, strings(&col("direction")?)?);
+        let (ob, oa) = (
+            floats("observations_before")?,
+            floats("observations_after")?,
+        );
+        for i in 0..b.num_rows() {
+            out.push(Change {
+                series: SeriesKey {
+                    testcase: t.value(i).to_owned(),
+                    machine: m.value(i).to_owned(),
+                    params: p.value(i).to_owned(),
+                    metric: me.value(i).to_owned(),
+                },
+                time: time.value(i),
+                time_before: time_before.value(i),
+                last_commit_before: before.value(i).to_owned(),
+                first_commit_after: after.value(i).to_owned(),
+                mean_before: mb.value(i),
+                mean_after: ma.value(i),
+                change_pct: pct.value(i),
+                pvalue: pv.value(i),
+                kind: (!kind.is_null(i)).then(|| kind.value(i).to_owned()),
+                direction: (!direction.is_null(i)).then(|| direction.value(i).to_owned()),
+                observations_before: ob.value(i) as u32,
+                observations_after: oa.value(i) as u32,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn kind_of(direction: Option<&str>, change: f64) -> Option<String> {
+    let sign = match direction? {
+        "higher_is_better" => 1.0,
+        "lower_is_better" => -1.0,
+        _ => return None,
+    };
+    if change == 0.0 || !change.is_finite() {
+        return None;
+    }
+    Some(
+        if change * sign > 0.0 {
+            "improvement"
+        } else {
+            "regression"
+        }
+        .to_owned(),
+    )
+}
+
+/// One series, complete, with its direction.
+struct Series {
+    key: SeriesKey,
+    direction: Option<String>,
+    observations: Vec<Observation>,
+}
+
+fn analyse(series: &Series, params: &detect::Params) -> Vec<Change> {
+    let values: Vec<f64> = series.observations.iter().map(|o| o.value).collect();
+    let points = detect::change_points(&values, params);
+    // Segment bounds: each change is described by the observations between its neighbours.
+    let bounds: Vec<usize> = std::iter::once(0)
+        .chain(points.iter().map(|cp| cp.index))
+        .chain(std::iter::once(values.len()))
+        .collect();
+    points
+        .iter()
+        .enumerate()
+        .filter_map(|(k, cp)| {
+            let before = series.observations.get(cp.index.checked_sub(1)?)?;
+            let after = series.observations.get(cp.index)?;
+            let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+            Some(Change {
+                series: series.key.clone(),
+                time: after.time,
+                time_before: before.time,
+                last_commit_before: before.commit.clone(),
+                first_commit_after: after.commit.clone(),
+                mean_before: cp.mean_before,
+                mean_after: cp.mean_after,
+                change_pct: cp.change * 100.0,
+                pvalue: cp.pvalue,
+                kind: kind_of(series.direction.as_deref(), cp.mean_after - cp.mean_before),
+                direction: series.direction.clone(),
+                observations_before: count(cp.index - bounds[k]),
+                observations_after: count(bounds[k + 2] - cp.index),
+            })
+        })
+        .collect()
+}
+
+/// Analyses the series matching `config`, saves `changes` and `trend_series` in the lake, and
+/// returns the change points of the matching series.
+pub async fn run(
+    engine: &Engine,
+    config: &TrendConfig,
+    progress: Progress<'_>,
+) -> Result<(TrendSummary, Vec<Change>), QueryError> {
+    let fingerprint = config.fingerprint();
+    let state = if config.full {
+        HashMap::new()
+    } else {
+        saved_state(engine).await?
+    };
+    let old_changes = saved_changes(engine).await?;
+    let where_ = filters(config);
+
+    let total = engine
+        .sql(&format!(
+            "SELECT count(*) FROM (SELECT DISTINCT testcase, machine, params, metric FROM metrics WHERE {where_})"
+        ))
+        .await?
+        .collect()
+        .await?;
+    let total = total
+        .first()
+        .filter(|b| b.num_rows() > 0)
+        .map(|b| b.column(0).as_primitive::<Int64Type>().value(0))
+        .unwrap_or(0)
+        .max(0) as u64;
+    progress(0, total);
+
+    // One observation per commit: the base before the head when a report measured both at
+    // the same time, so a step shows where the report put it.
+    let sql = format!(
+        "SELECT testcase, machine, params, metric, commit, min(time) AS time, avg(value) AS value, \
+         min(CASE role WHEN 'base' THEN 0 WHEN 'head' THEN 2 ELSE 1 END) AS position, \
+         max(direction) AS direction \
+         FROM metrics WHERE {where_} \
+         GROUP BY testcase, machine, params, metric, commit \
+         ORDER BY testcase, machine, params, metric, time, position, commit"
+    );
+    let mut stream = engine.sql(&sql).await?.execute_stream().await?;
+
+    let mut summary = TrendSummary {
+        series: total,
+        ..TrendSummary::default()
+    };
+    let mut analysed: HashMap<SeriesKey, (Vec<Change>, Saved)> = HashMap::new();
+    let mut to_plot: Vec<(Series, Vec<Change>)> = Vec::new();
+    let mut pending: Vec<Series> = Vec::new();
+    let mut current: Option<Series> = None;
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut running = tokio::task::JoinSet::new();
+    let mut done = 0u64;
+
+    // Finished series go to blocking workers in chunks; at most `workers` chunks run at once.
+    let params = config.detect;
+    let min_obs = config.min_observations;
+    let keep_for_plot = config.plot_dir.is_some();
+    let finish = |series: Series, pending: &mut Vec<Series>, summary: &mut TrendSummary| {
+        let n = series.observations.len() as u64;
+        let last = series.observations.last().map_or(0, |o| o.time);
+        let unchanged = state.get(&series.key).is_some_and(|s| {
+            s.observations == n && s.last_time == last && s.settings == fingerprint
+        });
+        if unchanged {
+            summary.unchanged += 1;
+            return true;
+        }
+        pending.push(series);
+        false
+    };
+    loop {
+        let batch = match stream.next().await {
+            Some(batch) => Some(batch?),
+            None => None,
+        };
+        if let Some(b) = &batch {
+            let (t, m, p, me, c) = (
+                strings(b.column(0))?,
+                strings(b.column(1))?,
+                strings(b.column(2))?,
+                strings(b.column(3))?,
+                strings(b.column(4))?,
+            );
+            let time = micros(b.column(5))?;
+            let value = cast(b.column(6), &DataType::Float64)?;
+            let value = value.as_primitive::<Float64Type>();
+            let direction = strings(b.column(8))?;
+            for i in 0..b.num_rows() {
+                let same = current.as_ref().is_some_and(|s| {
+                    s.key.metric == me.value(i)
+                        && s.key.params == p.value(i)
+                        && s.key.machine == m.value(i)
+                        && s.key.testcase == t.value(i)
+                });
+                if !same {
+                    if let Some(series) = current.take()
+                        && finish(series, &mut pending, &mut summary)
+                    {
+                        done += 1;
+                    }
+                    current = Some(Series {
+                        key: SeriesKey {
+                            testcase: t.value(i).to_owned(),
+                            machine: m.value(i).to_owned(),
+                            params: p.value(i).to_owned(),
+                            metric: me.value(i).to_owned(),
+                        },
+                        direction: (!direction.is_null(i)).then(|| direction.value(i).to_owned()),
+                        observations: Vec::new(),
+                    });
+                }
+                if let Some(series) = current.as_mut()
+                    && !time.is_null(i)
+                    && !value.is_null(i)
+                {
+                    series.observations.push(Observation {
+                        time: time.value(i),
+                        commit: c.value(i).to_owned(),
+                        value: value.value(i),
+                    });
+                }
+            }
+        } else if let Some(series) = current.take()
+            && finish(series, &mut pending, &mut summary)
+        {
+            done += 1;
+        }
+        let last_batch = batch.is_none();
+        while pending.len() >= 256 || (last_batch && !pending.is_empty()) {
+            let chunk: Vec<Series> = pending.drain(..pending.len().min(256)).collect();
+            if running.len() >= workers
+                && let Some(result) = running.join_next().await
+            {
+                let results: Vec<(Series, Vec<Change>, bool)> =
+                    result.map_err(|e| QueryError::Config(format!("trend worker failed: {e}")))?;
+                done += collect(
+                    results,
+                    &fingerprint,
+                    &mut analysed,
+                    &mut to_plot,
+                    keep_for_plot,
+                    &mut summary,
+                );
+                progress(done, total);
+            }
+            running.spawn_blocking(move || {
+                chunk
+                    .into_iter()
+                    .map(|s| {
+                        if s.observations.len() < min_obs {
+                            (s, Vec::new(), false)
+                        } else {
+                            let changes = analyse(&s, &params);
+                            (s, changes, true)
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            });
+        }
+        progress(done, total);
+        if last_batch {
+            break;
+        }
+    }
+    while let Some(result) = running.join_next().await {
+        let results =
+            result.map_err(|e| QueryError::Config(format!("trend worker failed: {e}")))?;
+        done += collect(
+            results,
+            &fingerprint,
+            &mut analysed,
+            &mut to_plot,
+            keep_for_plot,
+            &mut summary,
+        );
+        progress(done, total);
+    }
+
+    // Series not analysed now keep what the last run found.
+    let mut changes: Vec<Change> = old_changes
+        .into_iter()
+        .filter(|c| !analysed.contains_key(&c.series))
+        .collect();
+    let mut saved: Vec<(SeriesKey, Saved)> = state
+        .into_iter()
+        .filter(|(k, _)| !analysed.contains_key(k))
+        .collect();
+    for (key, (found, state)) in analysed {
+        changes.extend(found);
+        saved.push((key, state));
+    }
+    changes.sort_by(|a, b| (&a.series, a.time).cmp(&(&b.series, b.time)));
+    saved.sort_by(|a, b| a.0.cmp(&b.0));
+    if summary.analysed > 0 || config.full {
+        lake::overwrite(engine.root(), "changes", changes_batch(&changes)?).await?;
+        lake::overwrite(engine.root(), "trend_series", state_batch(&saved)?).await?;
+        engine.refresh().await?;
+    }
+
+    if let Some(dir) = &config.plot_dir {
+        std::fs::create_dir_all(dir).map_err(|source| QueryError::Io {
+            what: format!("creating {}", dir.display()),
+            source,
+        })?;
+        for (series, found) in &to_plot {
+            plot::draw(dir, series.key.clone(), &series.observations, found)?;
+            summary.plots += 1;
+        }
+    }
+
+    let matching: Vec<Change> = changes
+        .into_iter()
+        .filter(|c| {
+            config
+                .testcase
+                .as_ref()
+                .is_none_or(|t| &c.series.testcase == t)
+                && config
+                    .machine
+                    .as_ref()
+                    .is_none_or(|m| &c.series.machine == m)
+        })
+        .collect();
+    let matching = match &config.metric {
+        Some(re) => {
+            let re = regex_lite(re)?;
+            matching
+                .into_iter()
+                .filter(|c| re.is_match(&c.series.metric))
+                .collect()
+        }
+        None => matching,
+    };
+    summary.changes = matching.len() as u64;
+    Ok((summary, matching))
+}
+
+fn regex_lite(pattern: &str) -> Result<regex::Regex, QueryError> {
+    regex::Regex::new(pattern).map_err(|e| {
+        QueryError::Config(format!(
+            "--metric {pattern:?} is not a regular expression: {e}"
+        ))
+    })
+}
+
+/// Books the results of one worker chunk; returns how many series it finished.
+fn collect(
+    results: Vec<(Series, Vec<Change>, bool)>,
+    fingerprint: &str,
+    analysed: &mut HashMap<SeriesKey, (Vec<Change>, Saved)>,
+    to_plot: &mut Vec<(Series, Vec<Change>)>,
+    keep_for_plot: bool,
+    summary: &mut TrendSummary,
+) -> u64 {
+    let n = results.len() as u64;
+    for (series, found, long_enough) in results {
+        if long_enough {
+            summary.analysed += 1;
+        } else {
+            summary.too_short += 1;
+        }
+        let saved = Saved {
+            observations: series.observations.len() as u64,
+            last_time: series.observations.last().map_or(0, |o| o.time),
+            settings: fingerprint.to_owned(),
+        };
+        if keep_for_plot && !found.is_empty() {
+            to_plot.push((
+                Series {
+                    key: series.key.clone(),
+                    direction: series.direction.clone(),
+                    observations: series.observations,
+                },
+                found.clone(),
+            ));
+        }
+        analysed.insert(series.key, (found, saved));
+    }
+    n
+}
+
+fn changes_batch(changes: &[Change]) -> Result<RecordBatch, QueryError> {
+    let text = |f: &dyn Fn(&Change) -> &str| -> ArrayRef {
+        Arc::new(StringArray::from_iter_values(changes.iter().map(f)))
+    };
+    let time = |f: &dyn Fn(&Change) -> i64| -> ArrayRef {
+        Arc::new(
+            TimestampMicrosecondArray::from_iter_values(changes.iter().map(f)).with_timezone("UTC"),
+        )
+    };
+    let float = |f: &dyn Fn(&Change) -> f64| -> ArrayRef {
+        Arc::new(Float64Array::from_iter_values(changes.iter().map(f)))
+    };
+    Ok(RecordBatch::try_new(
+        CHANGES.clone(),
+        vec![
+            text(&|c| &c.series.testcase),
+            text(&|c| &c.series.machine),
+            text(&|c| &c.series.params),
+            text(&|c| &c.series.metric),
+            time(&|c| c.time),
+            text(&|c| &c.last_commit_before),
+            text(&|c| &c.first_commit_after),
+            time(&|c| c.time_before),
+            float(&|c| c.mean_before),
+            float(&|c| c.mean_after),
+            float(&|c| c.change_pct),
+            float(&|c| c.pvalue),
+            Arc::new(StringArray::from_iter(
+                changes.iter().map(|c| c.kind.as_deref()),
+            )),
+            Arc::new(StringArray::from_iter(
+                changes.iter().map(|c| c.direction.as_deref()),
+            )),
+            Arc::new(UInt32Array::from_iter_values(
+                changes.iter().map(|c| c.observations_before),
+            )),
+            Arc::new(UInt32Array::from_iter_values(
+                changes.iter().map(|c| c.observations_after),
+            )),
+        ],
+    )?)
+}
+
+fn state_batch(saved: &[(SeriesKey, Saved)]) -> Result<RecordBatch, QueryError> {
+    let text = |f: &dyn Fn(&(SeriesKey, Saved)) -> &str| -> ArrayRef {
+        Arc::new(StringArray::from_iter_values(saved.iter().map(f)))
+    };
+    Ok(RecordBatch::try_new(
+        TREND_SERIES.clone(),
+        vec![
+            text(&|s| &s.0.testcase),
+            text(&|s| &s.0.machine),
+            text(&|s| &s.0.params),
+            text(&|s| &s.0.metric),
+            Arc::new(UInt64Array::from_iter_values(
+                saved.iter().map(|s| s.1.observations),
+            )),
+            Arc::new(
+                TimestampMicrosecondArray::from_iter_values(saved.iter().map(|s| s.1.last_time))
+                    .with_timezone("UTC"),
+            ),
+            text(&|s| &s.1.settings),
+        ],
+    )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rise_is_an_improvement_only_where_higher_is_better() {
+        assert_eq!(
+            kind_of(Some("higher_is_better"), 0.2).as_deref(),
+            Some("improvement")
+        );
+        assert_eq!(
+            kind_of(Some("higher_is_better"), -0.2).as_deref(),
+            Some("regression")
+        );
+        assert_eq!(
+            kind_of(Some("lower_is_better"), 0.2).as_deref(),
+            Some("regression")
+        );
+        assert_eq!(
+            kind_of(Some("lower_is_better"), -0.2).as_deref(),
+            Some("improvement")
+        );
+        assert_eq!(kind_of(None, 0.2), None);
+    }
+}
