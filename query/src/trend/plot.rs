@@ -1,4 +1,4 @@
-//! One SVG per series: the observations over time, the level between change points, and a line
+//! One SVG per series: the observations in order (dated on the axis), the level between change points, and a line
 //! at each change coloured by its kind. SVG keeps plotters free of font and image libraries.
 
 use super::{Change, Observation, SeriesKey};
@@ -9,7 +9,7 @@ use std::path::Path;
 
 fn date(micros: f64) -> String {
     DateTime::<Utc>::from_timestamp_micros(micros as i64)
-        .map(|d| d.format("%Y-%m").to_string())
+        .map(|d| d.format("%Y-%m-%d").to_string())
         .unwrap_or_default()
 }
 
@@ -42,13 +42,13 @@ pub fn draw(
     let path = dir.join(file_name(&key));
     let fail =
         |e: &dyn std::fmt::Display| QueryError::Config(format!("drawing {}: {e}", path.display()));
-    let (Some(first), Some(last)) = (observations.first(), observations.last()) else {
+    if observations.is_empty() {
         return Ok(());
-    };
-    let (x0, x1) = (
-        first.time as f64,
-        (last.time as f64).max(first.time as f64 + 1.0),
-    );
+    }
+    // Observations by position, not by time: a report measures base and head at the same
+    // moment and reports cluster within days, so a time axis would stack the points.
+    let n = observations.len();
+    let x1 = n.saturating_sub(1).max(1) as f64;
     let (lo, hi) = observations
         .iter()
         .map(|o| o.value)
@@ -70,12 +70,19 @@ pub fn draw(
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(90)
-        .build_cartesian_2d(x0..x1, (lo - pad)..(hi + pad))
+        .build_cartesian_2d(-0.5..(x1 + 0.5), (lo - pad)..(hi + pad))
         .map_err(|e| fail(&e))?;
+    let day = |x: &f64| {
+        let i = x.round().clamp(0.0, x1) as usize;
+        observations
+            .get(i)
+            .map(|o| date(o.time as f64))
+            .unwrap_or_default()
+    };
     chart
         .configure_mesh()
-        .x_labels(8)
-        .x_label_formatter(&|x| date(*x))
+        .x_labels(n.min(10))
+        .x_label_formatter(&day)
         .y_desc(key.metric.as_str())
         .x_desc(key.params.chars().take(110).collect::<String>())
         .draw()
@@ -84,20 +91,31 @@ pub fn draw(
         .draw_series(
             observations
                 .iter()
-                .map(|o| Circle::new((o.time as f64, o.value), 2, BLUE.mix(0.6).filled())),
+                .enumerate()
+                .map(|(i, o)| Circle::new((i as f64, o.value), 3, BLUE.mix(0.7).filled())),
         )
         .map_err(|e| fail(&e))?;
+    // Where each change falls: just before its first observation after.
+    let at: Vec<f64> = changes
+        .iter()
+        .map(|c| {
+            observations
+                .iter()
+                .position(|o| o.commit == c.first_commit_after && o.time == c.time)
+                .map_or(0.0, |i| i as f64 - 0.5)
+        })
+        .collect();
     // The level of each segment between change points.
-    let mut bounds: Vec<(f64, f64, f64)> = Vec::new();
-    let mut start = x0;
-    for c in changes {
-        bounds.push((start, c.time_before as f64, c.mean_before));
-        start = c.time as f64;
+    let mut start = -0.5;
+    let mut levels: Vec<(f64, f64, f64)> = Vec::new();
+    for (c, &x) in changes.iter().zip(&at) {
+        levels.push((start, x, c.mean_before));
+        start = x;
     }
     if let Some(c) = changes.last() {
-        bounds.push((start, x1, c.mean_after));
+        levels.push((start, x1 + 0.5, c.mean_after));
     }
-    for (a, b, level) in bounds {
+    for (a, b, level) in levels {
         chart
             .draw_series(LineSeries::new(
                 [(a, level), (b, level)],
@@ -105,13 +123,12 @@ pub fn draw(
             ))
             .map_err(|e| fail(&e))?;
     }
-    for c in changes {
+    for (c, &x) in changes.iter().zip(&at) {
         let colour = match c.kind.as_deref() {
             Some("regression") => RED,
             Some("improvement") => GREEN,
             _ => RGBColor(230, 140, 0),
         };
-        let x = (c.time_before as f64 + c.time as f64) / 2.0;
         chart
             .draw_series(LineSeries::new(
                 [(x, lo - pad), (x, hi + pad)],
