@@ -105,8 +105,7 @@ fn count(summary: &str, label: &str) -> u64 {
         .next()
         .and_then(|head| {
             head.split(|c: char| !c.is_ascii_digit())
-                .filter(|w| !w.is_empty())
-                .last()
+                .rfind(|w| !w.is_empty())
         })
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no `{label}` in {summary}"))
