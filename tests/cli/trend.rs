@@ -233,6 +233,37 @@ fn planted_steps_are_found_at_their_commit_saved_to_the_lake_and_only_new_series
             .all(|p| std::fs::read_to_string(p).is_ok_and(|s| s.contains("<svg")))
     );
 
+    // The dashboard panel over `changes` runs through the Postgres server, with Grafana's
+    // $__timeFilter expanded as its backend does, and shows every change point.
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/infra/grafana/dashboards/lkplake-changes.json"
+        ))
+        .unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| panic!("dashboard JSON: {e}"));
+    let panel_sql = dashboard["panels"][0]["targets"][0]["rawSql"]
+        .as_str()
+        .unwrap_or_default()
+        .replace(
+            "$__timeFilter(\"time\")",
+            "\"time\" BETWEEN '2015-01-01T00:00:00Z' AND '2030-01-01T00:00:00Z'",
+        );
+    let server = crate::common::Server::start(&g.lake, &[]);
+    let out = server.psql(crate::common::PG_PASSWORD, &panel_sql);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        found.len(),
+        "{panel_sql}"
+    );
+    drop(server);
+
     // Nothing new: nothing recomputed, the same change points.
     let (again, summary2) = trend(&g.lake, &[]);
     assert_eq!(count(&summary2, "analysed"), 0, "{summary2}");
