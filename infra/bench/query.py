@@ -59,10 +59,8 @@ def main():
     rows = {}
     for table in ["metrics", "reports"]:
         files = live_files(os.path.join(lake, table))
-        con.execute(
-            f"CREATE VIEW {table} AS SELECT * FROM read_parquet(?, hive_partitioning = true)",
-            [files],
-        )
+        listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+        con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listing}], hive_partitioning = true)")
         rows[table] = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
     with open(os.path.join(ROOT, "query", "src", "views.sql")) as f:
         views = "\n".join(l for l in f.read().splitlines() if not l.lstrip().startswith("--"))
