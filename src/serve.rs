@@ -33,6 +33,10 @@ pub struct ServeArgs {
     /// Connections beyond this many are turned away (0: no limit).
     #[arg(long, env = "LKPLAKE_MAX_CONNECTIONS", default_value_t = 256)]
     pub max_connections: usize,
+    /// Statements executing at once (default: one per core); the others wait their turn within
+    /// their statement timeout, so many clients share the memory limit instead of exhausting it.
+    #[arg(long, env = "LKPLAKE_MAX_RUNNING")]
+    pub max_running: Option<usize>,
     /// How often to look for new commits in the lake.
     #[arg(long, env = "LKPLAKE_REFRESH", default_value = "2s", value_parser = crate::units::duration)]
     pub refresh: Duration,
@@ -45,6 +49,9 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<()> {
         password: args.password.clone(),
         statement_timeout: args.statement_timeout,
         max_connections: args.max_connections,
+        max_running: args
+            .max_running
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
     };
     config.validate()?;
     let engine = Arc::new(

@@ -10,7 +10,6 @@ use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::dataframe::DataFrame;
 use datafusion::error::DataFusionError;
 use datafusion::execution::SessionStateBuilder;
-use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
@@ -67,10 +66,10 @@ impl Engine {
         let session = session_config(config);
         let mut runtime = RuntimeEnvBuilder::new();
         if let Some(limit) = config.memory_limit {
-            // Fair shares, not first come first served: with a greedy pool, a few large
-            // aggregations of concurrent clients took the whole limit and every other query
-            // failed with "resources exhausted" (BENCHMARKS.md); with fair shares they spill.
-            runtime = runtime.with_memory_pool(Arc::new(FairSpillPool::new(limit)));
+            // Greedy rather than fair shares: partial aggregation cannot spill, and fair shares
+            // split among many concurrent queries failed more of them (BENCHMARKS.md). The
+            // server bounds how many statements execute at once instead.
+            runtime = runtime.with_memory_limit(limit, 1.0);
         }
         let state = SessionStateBuilder::new()
             .with_config(session)

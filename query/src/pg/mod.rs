@@ -43,6 +43,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 /// How the server listens and what it allows.
@@ -57,6 +58,10 @@ pub struct ServeConfig {
     pub statement_timeout: Duration,
     /// Connections beyond this are turned away; 0 means no limit.
     pub max_connections: usize,
+    /// Statements executing at once; the others wait (within their statement timeout). The
+    /// memory limit is shared by the running ones, so this is what keeps many clients from
+    /// exhausting it.
+    pub max_running: usize,
 }
 
 impl ServeConfig {
@@ -129,6 +134,7 @@ impl Handlers {
                 inner,
                 parser,
                 statement_timeout: config.statement_timeout,
+                running: Arc::new(Semaphore::new(config.max_running.max(1))),
             }),
             account: config
                 .password
@@ -279,9 +285,23 @@ struct LakeService {
     inner: DfSessionService,
     parser: Arc<GuardedParser>,
     statement_timeout: Duration,
+    running: Arc<Semaphore>,
 }
 
 impl LakeService {
+    /// Waits for a turn to execute, within the statement's deadline.
+    async fn admit(
+        &self,
+        deadline: Instant,
+        limit: Duration,
+    ) -> PgWireResult<Arc<OwnedSemaphorePermit>> {
+        tokio::time::timeout_at(deadline, Arc::clone(&self.running).acquire_owned())
+            .await
+            .map_err(|_| timed_out(limit))?
+            .map(Arc::new)
+            .map_err(|e| PgWireError::ApiError(Box::new(e)))
+    }
+
     /// The client's `statement_timeout` when it asked for one shorter than the server's.
     fn limit<C: ClientInfo + ?Sized>(&self, client: &C) -> Duration {
         client
@@ -303,26 +323,38 @@ type RowStream = Pin<
 
 /// Ends `rows` with a timeout error once `deadline` passes; dropping the inner stream stops
 /// DataFusion's execution.
-fn until(rows: RowStream, deadline: Instant, limit: Duration) -> RowStream {
+/// The permit is held until the last row is sent (or the stream dropped): execution is lazy,
+/// so the statement is running for as long as its rows stream.
+fn until(
+    rows: RowStream,
+    deadline: Instant,
+    limit: Duration,
+    permit: Arc<OwnedSemaphorePermit>,
+) -> RowStream {
     let sleep = Box::pin(tokio::time::sleep_until(deadline));
     Box::pin(futures::stream::unfold(
-        Some((rows, sleep)),
+        Some((rows, sleep, permit)),
         move |state| async move {
-            let (mut rows, mut sleep) = state?;
+            let (mut rows, mut sleep, permit) = state?;
             tokio::select! {
                 biased;
-                row = rows.next() => row.map(|row| (row, Some((rows, sleep)))),
+                row = rows.next() => row.map(|row| (row, Some((rows, sleep, permit)))),
                 () = &mut sleep => Some((Err(timed_out(limit)), None)),
             }
         },
     ))
 }
 
-fn bounded(response: Response, deadline: Instant, limit: Duration) -> Response {
+fn bounded(
+    response: Response,
+    deadline: Instant,
+    limit: Duration,
+    permit: &Arc<OwnedSemaphorePermit>,
+) -> Response {
     match response {
         Response::Query(mut query) => {
             let rows = std::mem::replace(&mut query.data_rows, Box::pin(futures::stream::empty()));
-            query.data_rows = until(rows, deadline, limit);
+            query.data_rows = until(rows, deadline, limit, Arc::clone(permit));
             Response::Query(query)
         }
         other => other,
@@ -342,6 +374,7 @@ impl SimpleQueryHandler for LakeService {
         let query = rewrite::search_path(query);
         let limit = self.limit(client);
         let deadline = Instant::now() + limit;
+        let permit = self.admit(deadline, limit).await?;
         let responses = tokio::time::timeout_at(
             deadline,
             SimpleQueryHandler::do_query(&self.inner, client, &query),
@@ -350,7 +383,7 @@ impl SimpleQueryHandler for LakeService {
         .map_err(|_| timed_out(limit))??;
         Ok(responses
             .into_iter()
-            .map(|r| bounded(r, deadline, limit))
+            .map(|r| bounded(r, deadline, limit, &permit))
             .collect())
     }
 }
@@ -378,12 +411,13 @@ impl ExtendedQueryHandler for LakeService {
     {
         let limit = self.limit(client);
         let deadline = Instant::now() + limit;
+        let permit = self.admit(deadline, limit).await?;
         let response = tokio::time::timeout_at(
             deadline,
             ExtendedQueryHandler::do_query(&self.inner, client, portal, max_rows),
         )
         .await
         .map_err(|_| timed_out(limit))??;
-        Ok(bounded(response, deadline, limit))
+        Ok(bounded(response, deadline, limit, &permit))
     }
 }
