@@ -2,16 +2,22 @@
 
 use std::time::Duration;
 
-pub fn duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
+/// The leading number of `text` and the unit after it.
+fn number_and_unit<'a>(text: &'a str, example: &str) -> Result<(u64, &'a str), String> {
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let n: u64 = number
+    let n = number
         .parse()
-        .map_err(|_| format!("`{text}` is not a duration like 500ms, 30s or 5m"))?;
-    match unit.trim() {
+        .map_err(|_| format!("`{text}` is not a {example}"))?;
+    Ok((n, unit.trim()))
+}
+
+pub fn duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (n, unit) = number_and_unit(text, "duration like 500ms, 30s or 5m")?;
+    match unit {
         "ms" => Ok(Duration::from_millis(n)),
         "" | "s" => Ok(Duration::from_secs(n)),
         "m" | "min" => Ok(Duration::from_secs(n * 60)),
@@ -24,14 +30,9 @@ pub fn duration(text: &str) -> Result<Duration, String> {
 
 pub fn bytes(text: &str) -> Result<usize, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: usize = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size like 512M or 4G"))?;
-    let scale: usize = match unit.trim().trim_end_matches(['B', 'b', 'i']) {
+    let (n, unit) = number_and_unit(text, "size like 512M or 4G")?;
+    let n = usize::try_from(n).map_err(|_| format!("`{text}` is too large"))?;
+    let scale: usize = match unit.trim_end_matches(['B', 'b', 'i']) {
         "" => 1,
         "K" | "k" => 1 << 10,
         "M" | "m" => 1 << 20,

@@ -466,8 +466,7 @@ pub async fn run(
             if running.len() >= workers
                 && let Some(result) = running.join_next().await
             {
-                let results: Vec<(Series, Vec<Change>, bool)> =
-                    result.map_err(|e| QueryError::Config(format!("trend worker failed: {e}")))?;
+                let results: Vec<(Series, Vec<Change>, bool)> = result.map_err(worker_failed)?;
                 done += collect(
                     results,
                     &fingerprint,
@@ -498,8 +497,7 @@ pub async fn run(
         }
     }
     while let Some(result) = running.join_next().await {
-        let results =
-            result.map_err(|e| QueryError::Config(format!("trend worker failed: {e}")))?;
+        let results = result.map_err(worker_failed)?;
         done += collect(
             results,
             &fingerprint,
@@ -568,6 +566,10 @@ pub async fn run(
     };
     summary.changes = matching.len() as u64;
     Ok((summary, matching))
+}
+
+fn worker_failed(e: tokio::task::JoinError) -> QueryError {
+    QueryError::Config(format!("trend worker failed: {e}"))
 }
 
 fn regex_lite(pattern: &str) -> Result<regex::Regex, QueryError> {
