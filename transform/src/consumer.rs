@@ -295,7 +295,10 @@ async fn load_keys(lake: &Lake) -> Result<HashMap<String, Seen>, TransformError>
 }
 
 impl Transformer {
-    /// Every partition assigned here has reported its end since its last message.
+    /// Every partition assigned here has reported its end since its last message, or none is
+    /// assigned. A member left without partitions (the other member of its group holds them
+    /// all, or the broker never assigns again after a rebalance) must still look at the lake,
+    /// or it would wait for ever after the others have drained the topic.
     fn locally_idle(
         &self,
         consumer: &StreamConsumer<RebalanceContext>,
@@ -310,7 +313,7 @@ impl Transformer {
             .map(|e| e.partition())
             .collect();
         tracing::trace!(?assigned, ?eof, "locally idle?");
-        !assigned.is_empty() && assigned.iter().all(|p| eof.contains(p))
+        assigned.iter().all(|p| eof.contains(p))
     }
 
     /// The whole topic is in the lake: every partition's lake progress reaches its high
