@@ -94,6 +94,10 @@ pub struct CompactArgs {
     /// Root directory of the lake.
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
     pub lake: PathBuf,
+    /// Rewrite every `metrics` partition sorted, also those already in one file (a lake
+    /// compacted before compaction sorted).
+    #[arg(long)]
+    pub resort: bool,
 }
 
 fn progress_bar(total: u64) -> ProgressBar {
@@ -280,10 +284,13 @@ pub fn run_dlq(args: &DlqArgs) -> anyhow::Result<()> {
 
 pub async fn run_compact(args: &CompactArgs) -> anyhow::Result<()> {
     let mut lake = Lake::open(&args.lake).await?;
-    let summary = lake.compact().await?;
+    let summary = lake.compact(args.resort).await?;
     eprintln!(
-        "lkplake compact: {} small files rewritten into {}, {} unreferenced files removed",
-        summary.files_removed, summary.files_added, summary.files_vacuumed
+        "lkplake compact: {} files rewritten into {} ({} metrics partitions sorted by series), {} unreferenced files removed",
+        summary.files_removed,
+        summary.files_added,
+        summary.partitions_sorted,
+        summary.files_vacuumed
     );
     Ok(())
 }

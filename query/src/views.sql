@@ -52,7 +52,9 @@ SELECT
 FROM metrics
 GROUP BY testcase, machine, params, metric, commit;
 
--- headlines: the metric each report is about, with its subject and commit titles.
+-- headlines: the metric each report is about, with its subject and commit titles. It pairs only
+-- the headline rows (a few per report) instead of reading `comparisons`, which would group every
+-- row of `metrics` before the `is_headline` filter could apply.
 CREATE VIEW headlines AS
 SELECT
     c.time,
@@ -67,16 +69,37 @@ SELECT
     c.head_value,
     c.change,
     c.change_unit,
-    c.verdict,
+    CASE
+        WHEN c.direction IS NULL OR c.change IS NULL OR c.change = 0 THEN NULL
+        WHEN (c.change > 0) = (c.direction = 'higher_is_better') THEN 'improvement'
+        ELSE 'regression'
+    END AS verdict,
     r.kind,
     r.branch,
     r.subject,
     r.message_id,
     c.report_key
-FROM comparisons c
+FROM (
+    SELECT
+        report_key,
+        time,
+        testcase,
+        machine,
+        params,
+        metric,
+        max(CASE WHEN role = 'base' THEN commit END) AS base_commit,
+        max(CASE WHEN role = 'head' THEN commit END) AS commit,
+        max(CASE WHEN role = 'base' THEN value END) AS base_value,
+        max(CASE WHEN role = 'head' THEN value END) AS head_value,
+        max(CASE WHEN role = 'head' THEN change END) AS change,
+        max(change_unit) AS change_unit,
+        max(direction) AS direction
+    FROM metrics
+    WHERE is_headline
+    GROUP BY report_key, time, testcase, machine, params, metric
+) c
 JOIN reports r
     ON c.report_key = r.report_key
     AND c.testcase = r.testcase
     AND c.machine = r.machine
-    AND c.params = r.params
-WHERE c.is_headline;
+    AND c.params = r.params;

@@ -5,7 +5,8 @@
 
 use crate::normalize::Batches;
 use deltalake::arrow::array::RecordBatch;
-use deltalake::datafusion::prelude::SessionContext;
+use deltalake::datafusion::prelude::{SessionContext, col, lit};
+use deltalake::delta_datafusion::DeltaSessionContext;
 use deltalake::kernel::Transaction;
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::parquet::basic::{Compression, ZstdLevel};
@@ -14,7 +15,9 @@ use deltalake::protocol::SaveMode;
 use deltalake::{DeltaTable, DeltaTableError};
 use lkplake_schemas::tables::{METRICS, PARTITION_COLUMNS, REPORTS};
 use std::collections::HashMap;
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub const METRICS_TABLE: &str = "metrics";
 pub const REPORTS_TABLE: &str = "reports";
@@ -66,11 +69,98 @@ pub struct Lake {
     reports: DeltaTable,
 }
 
+/// Files are cut at this size when a partition is rewritten.
+const TARGET_FILE_SIZE: NonZeroU64 = NonZeroU64::new(128 << 20).unwrap();
+
+/// Rows are sorted by series within a file, so row groups of 128k rows let row-group statistics
+/// skip whole groups before the page index is consulted.
 fn writer_properties() -> WriterProperties {
     WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(6).unwrap_or_default()))
-        .set_max_row_group_row_count(Some(1 << 20))
+        .set_max_row_group_row_count(Some(1 << 17))
         .build()
+}
+
+/// A `metrics` partition: (testcase, machine).
+type Partition = (String, String);
+
+/// The number of live files of each partition of a table.
+fn files_per_partition(
+    table: &DeltaTable,
+    name: &'static str,
+) -> Result<HashMap<Partition, usize>, LakeError> {
+    let state = table.snapshot().map_err(|source| LakeError::Delta {
+        table: name,
+        source,
+    })?;
+    let mut counts = HashMap::new();
+    for file in state.log_data().into_iter() {
+        let values = file.partition_values_map();
+        let value = |key: &str| values.get(key).cloned().flatten().unwrap_or_default();
+        *counts
+            .entry((value("testcase"), value("machine")))
+            .or_insert(0) += 1;
+    }
+    Ok(counts)
+}
+
+/// Rewrites one `metrics` partition sorted by series and time, in one Delta commit that replaces
+/// exactly that partition. A transformer appending to the partition meanwhile makes the commit
+/// fail with a conflict instead of losing the appended rows.
+async fn sort_partition(
+    table: DeltaTable,
+    (testcase, machine): &Partition,
+) -> Result<DeltaTable, LakeError> {
+    let query = |source| LakeError::Query {
+        table: METRICS_TABLE,
+        source,
+    };
+    let in_partition = col("testcase")
+        .eq(lit(testcase.as_str()))
+        .and(col("machine").eq(lit(machine.as_str())));
+    let provider = table.table_provider().await.map_err(query)?;
+    // Sorted here and handed over as batches: given a plan, the writer's optimizer drops a sort
+    // that no operator above it requires.
+    let sorted = SessionContext::new()
+        .read_table(provider)
+        .map_err(query)?
+        .filter(in_partition.clone())
+        .map_err(query)?
+        .sort(
+            ["metric", "params", "time", "commit", "role", "report_key"]
+                .into_iter()
+                .map(|c| col(c).sort(true, false))
+                .collect(),
+        )
+        .map_err(query)?
+        .collect()
+        .await
+        .map_err(query)?;
+    // delta-rs' own session, with one partition: the writer interleaves the batches of
+    // parallel partitions.
+    let overrides = HashMap::from([(
+        "datafusion.execution.target_partitions".to_owned(),
+        "1".to_owned(),
+    )]);
+    let delta = DeltaSessionContext::new_with_session_overrides(&overrides).map_err(|source| {
+        LakeError::Delta {
+            table: METRICS_TABLE,
+            source,
+        }
+    })?;
+    table
+        .write(sorted)
+        .with_session_state(Arc::new(delta.state()))
+        .with_save_mode(SaveMode::Overwrite)
+        .with_replace_where(in_partition)
+        .with_partition_columns(PARTITION_COLUMNS)
+        .with_writer_properties(writer_properties())
+        .with_target_file_size(Some(TARGET_FILE_SIZE))
+        .await
+        .map_err(|source| LakeError::Delta {
+            table: METRICS_TABLE,
+            source,
+        })
 }
 
 async fn open_table(root: &Path, name: &'static str) -> Result<DeltaTable, LakeError> {
@@ -275,31 +365,58 @@ impl Lake {
             .await
     }
 
-    /// Compacts small files per partition and removes files no longer referenced.
-    pub async fn compact(&mut self) -> Result<CompactSummary, LakeError> {
+    /// Compacts the lake and removes files no longer referenced.
+    ///
+    /// Each `metrics` partition (testcase, machine) holding several files is rewritten as one
+    /// file sorted by series and time. Bin-packing alone would concatenate per-flush files, each
+    /// sorted on its own, and a series would then be spread over every page of the result; sorted,
+    /// the Parquet page index narrows a one-series query to the few pages holding it. `reports`
+    /// is small per report and only bin-packed. `resort` rewrites single-file partitions too.
+    pub async fn compact(&mut self, resort: bool) -> Result<CompactSummary, LakeError> {
         let mut summary = CompactSummary::default();
+        let scattered: Vec<(Partition, usize)> = files_per_partition(&self.metrics, METRICS_TABLE)?
+            .into_iter()
+            .filter(|(_, files)| resort || *files > 1)
+            .collect();
+        for (partition, files) in scattered {
+            self.metrics = sort_partition(self.metrics.clone(), &partition).await?;
+            summary.files_removed += files as u64;
+            summary.files_added += files_per_partition(&self.metrics, METRICS_TABLE)?
+                .get(&partition)
+                .copied()
+                .unwrap_or(0) as u64;
+            summary.partitions_sorted += 1;
+        }
+        let err = |source| LakeError::Delta {
+            table: REPORTS_TABLE,
+            source,
+        };
+        let (optimized, metrics) = self
+            .reports
+            .clone()
+            .optimize()
+            .with_writer_properties(writer_properties())
+            .with_target_size(TARGET_FILE_SIZE)
+            .await
+            .map_err(err)?;
+        summary.files_removed += metrics.num_files_removed;
+        summary.files_added += metrics.num_files_added;
+        self.reports = optimized;
         for (name, table) in [
             (METRICS_TABLE, &mut self.metrics),
             (REPORTS_TABLE, &mut self.reports),
         ] {
-            let err = |source| LakeError::Delta {
-                table: name,
-                source,
-            };
-            let (optimized, metrics) = table
-                .clone()
-                .optimize()
-                .with_writer_properties(writer_properties())
-                .with_target_size(
-                    std::num::NonZeroU64::new(128 << 20).unwrap_or(std::num::NonZeroU64::MIN),
-                )
-                .await
-                .map_err(err)?;
-            summary.files_removed += metrics.num_files_removed;
-            summary.files_added += metrics.num_files_added;
             // Files replaced by the compaction stay readable for a week, so queries that
             // started on the old version finish; vacuum removes only what is older.
-            let (vacuumed, vacuum) = optimized.vacuum().await.map_err(err)?;
+            let (vacuumed, vacuum) =
+                table
+                    .clone()
+                    .vacuum()
+                    .await
+                    .map_err(|source| LakeError::Delta {
+                        table: name,
+                        source,
+                    })?;
             summary.files_vacuumed += vacuum.files_deleted.len() as u64;
             *table = vacuumed;
         }
@@ -335,6 +452,8 @@ async fn txn_version(
 /// What a compaction did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CompactSummary {
+    /// `metrics` partitions rewritten sorted.
+    pub partitions_sorted: u64,
     pub files_removed: u64,
     pub files_added: u64,
     pub files_vacuumed: u64,
