@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command (README): installs and starts what the tests need on a fresh machine
-# (cargo-nextest, Tansu, psql and psycopg), runs the whole suite, and stops the services again.
+# (cargo-nextest, Tansu, psql and psycopg, Prometheus and promtool), runs the whole suite, and stops the services again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -10,6 +10,7 @@ if ! cargo nextest --version >/dev/null 2>&1; then
 fi
 
 ./infra/clients.sh
+./infra/prometheus.sh
 
 port=${LKPLAKE_TEST_TANSU_PORT:-19092}
 ./infra/tansu.sh install

@@ -1,5 +1,6 @@
 //! The `lkplake` binary: thin command-line wiring of the library crates.
 
+mod export;
 mod generate;
 mod parse;
 mod pipeline;
@@ -42,6 +43,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Find the change points of every series and save them to the lake's `changes` table.
     Trend(trend::TrendArgs),
+    /// Export the lake's history for other tools (OpenMetrics for Prometheus' backfill).
+    Export(export::ExportArgs),
 }
 
 fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
@@ -68,6 +71,7 @@ fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
             Command::Sql(args) => sql::run(&args).await.map(ok),
             Command::Serve(args) => serve::run(&args).await.map(|()| ExitCode::SUCCESS),
             Command::Trend(args) => trend::run(&args).await.map(|()| ExitCode::SUCCESS),
+            Command::Export(args) => export::run(&args).await.map(|()| ExitCode::SUCCESS),
             Command::Parse(_) | Command::Dlq(_) | Command::Gen(_) => Ok(ExitCode::SUCCESS),
         }
     })

@@ -1,8 +1,11 @@
 //! `lkplake serve`: the lake over the Postgres wire protocol, following new commits.
 
 use clap::Args;
+use lkplake_query::exporter::{Exporter, ExporterConfig, Family, http};
 use lkplake_query::pg::{self, ServeConfig};
 use lkplake_query::{Engine, EngineConfig};
+use lkplake_transform::health::{self, PipelineHealth};
+use lkplake_transform::lake::Lake;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -37,6 +40,21 @@ pub struct ServeArgs {
     /// their statement timeout, so many clients share the memory limit instead of exhausting it.
     #[arg(long, env = "LKPLAKE_MAX_RUNNING")]
     pub max_running: Option<usize>,
+    /// Serve Prometheus metrics on this address (`/metrics`, text or OpenMetrics), e.g.
+    /// 127.0.0.1:9464.
+    #[arg(long, env = "LKPLAKE_HTTP")]
+    pub http: Option<SocketAddr>,
+    /// Besides the headline series, export the latest value of every series whose metric
+    /// matches this regex (as `lkp_metric_value`).
+    #[arg(long, env = "LKPLAKE_EXPORT_METRIC")]
+    pub export_metric: Option<String>,
+    /// Most value series `/metrics` carries; the least recently reported are left out first.
+    #[arg(long, env = "LKPLAKE_EXPORT_MAX_SERIES", default_value_t = 10_000)]
+    pub export_max_series: usize,
+    /// With --http: also expose the pipeline's health (messages produced, dead letters, how far
+    /// the lake is behind each partition) read from these Kafka brokers.
+    #[command(flatten)]
+    pub kafka: crate::pipeline::KafkaArgs,
     /// How often to look for new commits in the lake.
     #[arg(long, env = "LKPLAKE_REFRESH", default_value = "2s", value_parser = crate::units::duration)]
     pub refresh: Duration,
@@ -65,6 +83,20 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<()> {
         .await?,
     );
     pg::prepare(&engine)?;
+    let exporter = match args.http {
+        Some(listen) => {
+            let exporter = Arc::new(Exporter::new(
+                Arc::clone(&engine),
+                ExporterConfig {
+                    metric: args.export_metric.clone(),
+                    max_series: args.export_max_series,
+                },
+            )?);
+            exporter.refresh().await?;
+            Some((exporter, http::bind(listen).await?, listen))
+        }
+        None => None,
+    };
     let _follow = engine.follow(args.refresh);
     let auth = if config.password.is_some() {
         format!("user {}, password required", config.user)
@@ -76,9 +108,110 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<()> {
         config.listen,
         args.lake.display()
     );
-    pg::serve(engine, &config, shutdown()).await?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let signal = tokio::spawn(async move {
+        shutdown().await;
+        let _ = stop.send(true);
+    });
+    let stopping = || {
+        let mut stopped = stopped.clone();
+        async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        }
+    };
+    let metrics = match exporter {
+        Some((exporter, listener, listen)) => {
+            eprintln!("lkplake serve: Prometheus metrics on http://{listen}/metrics");
+            let _follow = exporter.follow(args.refresh);
+            if let Some(brokers) = &args.kafka.brokers {
+                let lake = Lake::open(&args.lake).await?;
+                watch_pipeline(&exporter, brokers, &args.kafka, lake, args.refresh);
+            }
+            Some(tokio::spawn(http::serve(exporter, listener, stopping())))
+        }
+        None => None,
+    };
+    pg::serve(engine, &config, stopping()).await?;
+    if let Some(metrics) = metrics {
+        metrics.await??;
+    }
+    signal.abort();
     eprintln!("lkplake serve: stopped");
     Ok(())
+}
+
+/// Reads the pipeline's health every `every` into the exporter's pipeline families; while
+/// Kafka cannot be reached, `lkp_pipeline_up` is 0 and the other pipeline families are absent.
+fn watch_pipeline(
+    exporter: &Arc<Exporter>,
+    brokers: &str,
+    kafka: &crate::pipeline::KafkaArgs,
+    mut lake: Lake,
+    every: Duration,
+) {
+    let exporter = Arc::downgrade(exporter);
+    let (brokers, topic, dlq) = (
+        brokers.to_owned(),
+        kafka.topic.clone(),
+        kafka.dlq_topic.clone(),
+    );
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let health = health::read(&brokers, &topic, &dlq, &mut lake).await;
+            let Some(exporter) = exporter.upgrade() else {
+                return;
+            };
+            exporter.set_pipeline(match health {
+                Ok(health) => pipeline_families(&health),
+                Err(e) => {
+                    tracing::warn!("exporter: reading the pipeline's health failed: {e}");
+                    vec![up(0.0)]
+                }
+            });
+        }
+    });
+}
+
+fn up(value: f64) -> Family {
+    Family::gauge(
+        "lkp_pipeline_up",
+        "1 when Kafka and the lake's progress could be read at the last refresh.",
+    )
+    .with(vec![], value)
+}
+
+fn pipeline_families(health: &PipelineHealth) -> Vec<Family> {
+    let mut produced = Family::counter(
+        "lkp_ingest_messages",
+        "Messages producers wrote to the topic: parsed reports, or dead letters.",
+    )
+    .with(
+        vec![("topic", health.topic.clone())],
+        health.produced() as f64,
+    );
+    if let Some(dead) = health.dead_letters {
+        produced = produced.with(vec![("topic", health.dlq_topic.clone())], dead as f64);
+    }
+    let mut next = Family::gauge(
+        "lkp_transform_next_offset",
+        "First offset of each reports partition not yet in the lake.",
+    );
+    let mut lag = Family::gauge(
+        "lkp_transform_lag_messages",
+        "Messages of each reports partition produced but not yet in the lake.",
+    );
+    for p in &health.partitions {
+        let labels = vec![
+            ("topic", health.topic.clone()),
+            ("partition", p.partition.to_string()),
+        ];
+        next = next.with(labels.clone(), p.next_in_lake as f64);
+        lag = lag.with(labels, p.lag() as f64);
+    }
+    vec![up(1.0), produced, next, lag]
 }
 
 async fn shutdown() {

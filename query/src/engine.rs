@@ -3,7 +3,7 @@
 //! versions or the new ones, never a table missing or views pointing at an older table.
 
 use crate::error::QueryError;
-use crate::lake::LakeTables;
+use crate::lake::{LakeTables, TableHealth};
 use crate::policy;
 use async_trait::async_trait;
 use datafusion::catalog::{SchemaProvider, TableProvider};
@@ -128,6 +128,11 @@ impl Engine {
                 }
             }
         })
+    }
+
+    /// Each table's loaded version and commit time.
+    pub async fn health(&self) -> Vec<TableHealth> {
+        self.tables.lock().await.health()
     }
 
     /// Root directory of the lake.

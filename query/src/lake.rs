@@ -48,6 +48,15 @@ pub async fn overwrite(
     Ok(())
 }
 
+/// A table's loaded version and its commit time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableHealth {
+    pub name: &'static str,
+    pub version: Option<u64>,
+    /// Milliseconds since the epoch.
+    pub committed_ms: Option<i64>,
+}
+
 /// The lake's tables at some version.
 #[derive(Debug)]
 pub struct LakeTables {
@@ -103,6 +112,23 @@ impl LakeTables {
     /// The version of each table, in [`TABLES`] order.
     pub fn versions(&self) -> Vec<Option<u64>> {
         self.tables.iter().map(|(_, t)| t.version()).collect()
+    }
+
+    /// Each table's loaded version and when it was committed.
+    pub fn health(&self) -> Vec<TableHealth> {
+        self.tables
+            .iter()
+            .map(|(name, table)| {
+                let version = table.version();
+                let committed_ms = version
+                    .and_then(|v| table.snapshot().ok().and_then(|s| s.version_timestamp(v)));
+                TableHealth {
+                    name,
+                    version,
+                    committed_ms,
+                }
+            })
+            .collect()
     }
 
     /// Loads commits made since the last load; true when any table moved.

@@ -7,8 +7,10 @@
 //! change what the pipeline's exactly-once bookkeeping relies on; the only tables written here
 //! are the ones derived from them (`changes`, `trend_series` from [`trend`]).
 
+pub(crate) mod columns;
 pub mod engine;
 pub mod error;
+pub mod exporter;
 pub mod format;
 pub mod lake;
 pub mod pg;

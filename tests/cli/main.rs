@@ -2,8 +2,10 @@
 //! Kafka-protocol broker (Tansu, started by `./infra/test.sh`).
 
 mod common;
+mod dashboards;
 mod parse;
 mod pipeline;
+mod prometheus;
 mod serve;
 mod sql;
 mod trend;

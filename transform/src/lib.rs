@@ -3,5 +3,6 @@
 //! offsets they cover, so a restarted transformer resumes exactly where the lake ends.
 
 pub mod consumer;
+pub mod health;
 pub mod lake;
 pub mod normalize;

@@ -12,6 +12,7 @@
 pub mod detect;
 mod plot;
 
+use crate::columns::{micros, quote, strings};
 use crate::engine::Engine;
 use crate::error::QueryError;
 use crate::lake;
@@ -20,9 +21,7 @@ use datafusion::arrow::array::{
     UInt32Array, UInt64Array,
 };
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{
-    DataType, Float64Type, Int64Type, TimeUnit, TimestampMicrosecondType, UInt64Type,
-};
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 use futures::StreamExt;
 use lkplake_schemas::tables::{CHANGES, TREND_SERIES};
 use std::collections::HashMap;
@@ -127,10 +126,6 @@ pub struct TrendSummary {
 /// Called with (series done, series in all) as the run goes.
 pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
 
-fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
 fn filters(config: &TrendConfig) -> String {
     let mut where_ = vec!["time IS NOT NULL".to_owned()];
     if let Some(t) = &config.testcase {
@@ -146,16 +141,6 @@ fn filters(config: &TrendConfig) -> String {
         where_.push(format!("time >= {}", quote(since)));
     }
     where_.join(" AND ")
-}
-
-fn strings(column: &ArrayRef) -> Result<StringArray, QueryError> {
-    let utf8 = cast(column, &DataType::Utf8)?;
-    Ok(utf8.as_string::<i32>().clone())
-}
-
-fn micros(column: &ArrayRef) -> Result<TimestampMicrosecondArray, QueryError> {
-    let ts = cast(column, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
-    Ok(ts.as_primitive::<TimestampMicrosecondType>().clone())
 }
 
 /// The analysis result a series had at the last run.

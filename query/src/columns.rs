@@ -1,0 +1,30 @@
+//! Reading query results back into Rust: columns cast to one concrete Arrow type whatever the
+//! scan produced (views, dictionaries, nanoseconds), and SQL string literals for the queries
+//! the crate writes itself.
+
+use crate::error::QueryError;
+use datafusion::arrow::array::{
+    ArrayRef, AsArray, Float64Array, StringArray, TimestampMicrosecondArray,
+};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Float64Type, TimeUnit, TimestampMicrosecondType};
+
+/// A SQL string literal.
+pub(crate) fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+pub(crate) fn strings(column: &ArrayRef) -> Result<StringArray, QueryError> {
+    let utf8 = cast(column, &DataType::Utf8)?;
+    Ok(utf8.as_string::<i32>().clone())
+}
+
+pub(crate) fn micros(column: &ArrayRef) -> Result<TimestampMicrosecondArray, QueryError> {
+    let ts = cast(column, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
+    Ok(ts.as_primitive::<TimestampMicrosecondType>().clone())
+}
+
+pub(crate) fn floats(column: &ArrayRef) -> Result<Float64Array, QueryError> {
+    let f = cast(column, &DataType::Float64)?;
+    Ok(f.as_primitive::<Float64Type>().clone())
+}
