@@ -206,6 +206,15 @@ pub async fn run_transform(args: &TransformArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Partitions of the embedded cluster's report topic. librdkafka's mock cluster keeps about 5 MB
+/// per partition and silently drops older record batches beyond that, before the transformer
+/// reads them; a report's JSON is about 1.4 times its mail. One partition per 2 MB of input
+/// keeps large uncompressed inputs whole; what still overflows is caught after the transform.
+fn embedded_partitions(paths: &[PathBuf]) -> i32 {
+    let partitions = input_bytes(paths).div_ceil(2 << 20).clamp(6, 128);
+    i32::try_from(partitions).unwrap_or(128)
+}
+
 pub async fn run_all(args: &RunArgs) -> anyhow::Result<bool> {
     // The embedded default: librdkafka's in-process mock cluster. It must outlive every
     // client, so it lives on this stack frame until the end. Its broker has no CreateTopics,
@@ -227,7 +236,7 @@ pub async fn run_all(args: &RunArgs) -> anyhow::Result<bool> {
             target.reports_topic = format!("{REPORTS_TOPIC}.run-{run_id}");
             target.dlq_topic = format!("{DLQ_TOPIC}.run-{run_id}");
             target.create_topics = false;
-            mock.create_topic(&target.reports_topic, 6, 1)
+            mock.create_topic(&target.reports_topic, embedded_partitions(&args.paths), 1)
                 .context("creating the report topic")?;
             mock.create_topic(&target.dlq_topic, 1, 1)
                 .context("creating the dead-letter topic")?;
@@ -244,6 +253,17 @@ pub async fn run_all(args: &RunArgs) -> anyhow::Result<bool> {
     config.until_idle = true;
     let summary = transform(config, shutdown_signal()).await?;
     print_transform(&summary);
+    if args.brokers.is_none() && summary.messages < ingested.reports {
+        // librdkafka's mock cluster keeps about 5 MB per partition and drops the oldest
+        // record batches beyond that, before the transformer has read them.
+        anyhow::bail!(
+            "the embedded Kafka cluster dropped {} of {} reports before they reached the lake: it keeps only about 5 MB per partition. \
+             What it kept is in the lake; for inputs this large, run against a broker with `lkplake run --brokers HOST:PORT` \
+             (for example ./infra/tansu.sh start) and the rest is added",
+            ingested.reports - summary.messages,
+            ingested.reports
+        );
+    }
 
     let lake = Lake::open(&args.lake).await?;
     let ctx = session(&lake).await?;

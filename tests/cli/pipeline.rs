@@ -614,3 +614,51 @@ fn the_exporter_shows_what_was_produced_dead_lettered_and_not_yet_in_the_lake() 
     assert_eq!(sum(&after, "lkp_transform_next_offset{"), 5.0);
     assert_eq!(value(&after, &reports), Some(5.0));
 }
+
+#[test]
+fn run_on_the_embedded_cluster_keeps_every_report_of_an_input_larger_than_a_partition_holds() {
+    // 2,500 generated reports are about 33 MB of mail and 45 MB of report JSON: over the
+    // 30 MB six partitions of librdkafka's mock cluster keep, which used to lose reports.
+    let dir = temp_dir("run-large");
+    let reports = dir.join("reports");
+    let out = lkplake(
+        &[
+            "gen",
+            "--reports",
+            "2500",
+            "--seed",
+            "4",
+            "--out",
+            &reports.to_string_lossy(),
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lake = dir.join("lake");
+    let out = lkplake(
+        &[
+            "run",
+            "--lake",
+            &lake.to_string_lossy(),
+            &reports.to_string_lossy(),
+        ],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("lkplake transform: 2500 messages:"),
+        "{stderr}"
+    );
+    assert_eq!(
+        scalar_i64(&crate::common::query(
+            &lake,
+            "SELECT count(DISTINCT report_key) FROM reports"
+        )),
+        2500
+    );
+}
