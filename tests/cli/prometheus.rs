@@ -319,7 +319,7 @@ fn the_exporter_bounds_its_series_and_adds_the_metrics_a_regex_selects() {
 #[test]
 fn prometheus_scrapes_the_exporter_and_answers_what_the_lake_holds() {
     let lake = seed_lake("exporter-scraped");
-    let (server, port) = exporter(&lake, &[]);
+    let (server, port) = exporter(&lake, &["--export-metric", "^vm-scalability\\.median$"]);
     let config = format!(
         "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: lkplake\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
     );
@@ -367,6 +367,36 @@ fn prometheus_scrapes_the_exporter_and_answers_what_the_lake_holds() {
     let rows = prometheus.query("lkp_lake_rows{table=\"metrics\"}", None);
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(sample_value(&rows[0]), 560.0);
+
+    // Every panel of the exporter dashboard has data, its variables set to All.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/infra/grafana/dashboards/lkplake-exporter.json"
+    );
+    let dashboard: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut panels = 0;
+    for panel in dashboard["panels"].as_array().cloned().unwrap_or_default() {
+        for target in panel["targets"].as_array().cloned().unwrap_or_default() {
+            let Some(expr) = target["expr"].as_str() else {
+                continue;
+            };
+            let expr = ["testcase", "machine", "metric", "any_metric"]
+                .iter()
+                .fold(expr.to_owned(), |e, v| {
+                    e.replace(&format!("\"${v}\""), "\".*\"")
+                });
+            assert!(!expr.contains('$'), "unexpanded variable in {expr}");
+            let result = prometheus.query(&expr, None);
+            assert!(
+                !result.is_empty(),
+                "panel {:?}: {expr} has no data",
+                panel["title"]
+            );
+            panels += 1;
+        }
+    }
+    assert!(panels >= 8, "{panels} PromQL panels");
 }
 
 #[test]
