@@ -4,7 +4,7 @@ use clap::Args;
 use lkplake_query::exporter::{Exporter, ExporterConfig, Family, http};
 use lkplake_query::pg::{self, ServeConfig};
 use lkplake_query::{Engine, EngineConfig};
-use lkplake_transform::health::{self, PipelineHealth};
+use lkplake_transform::health::{PipelineHealth, PipelineProbe};
 use lkplake_transform::lake::Lake;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -125,7 +125,9 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<()> {
             let _follow = exporter.follow(args.refresh);
             if let Some(brokers) = &args.kafka.brokers {
                 let lake = Lake::open(&args.lake).await?;
-                watch_pipeline(&exporter, brokers, &args.kafka, lake, args.refresh);
+                let probe =
+                    PipelineProbe::new(brokers, &args.kafka.topic, &args.kafka.dlq_topic, lake)?;
+                watch_pipeline(&exporter, probe, args.refresh);
             }
             Some(tokio::spawn(http::serve(exporter, listener, stopping())))
         }
@@ -142,25 +144,14 @@ pub async fn run(args: &ServeArgs) -> anyhow::Result<()> {
 
 /// Reads the pipeline's health every `every` into the exporter's pipeline families; while
 /// Kafka cannot be reached, `lkp_pipeline_up` is 0 and the other pipeline families are absent.
-fn watch_pipeline(
-    exporter: &Arc<Exporter>,
-    brokers: &str,
-    kafka: &crate::pipeline::KafkaArgs,
-    mut lake: Lake,
-    every: Duration,
-) {
+fn watch_pipeline(exporter: &Arc<Exporter>, mut probe: PipelineProbe, every: Duration) {
     let exporter = Arc::downgrade(exporter);
-    let (brokers, topic, dlq) = (
-        brokers.to_owned(),
-        kafka.topic.clone(),
-        kafka.dlq_topic.clone(),
-    );
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            let health = health::read(&brokers, &topic, &dlq, &mut lake).await;
+            let health = probe.read().await;
             let Some(exporter) = exporter.upgrade() else {
                 return;
             };

@@ -1,6 +1,6 @@
 //! Reading query results back into Rust: columns cast to one concrete Arrow type whatever the
-//! scan produced (views, dictionaries, nanoseconds), and SQL string literals for the queries
-//! the crate writes itself.
+//! scan produced (views, dictionaries, nanoseconds); and for the queries the crate writes
+//! itself, SQL string literals and the metric regexes users pass on the command line.
 
 use crate::error::QueryError;
 use datafusion::arrow::array::{
@@ -8,6 +8,12 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, TimeUnit, TimestampMicrosecondType};
+
+/// A user's metric regex, checked before it goes into SQL so a typo is named with its flag.
+pub(crate) fn metric_regex(flag: &str, pattern: &str) -> Result<regex::Regex, QueryError> {
+    regex::Regex::new(pattern)
+        .map_err(|e| QueryError::Config(format!("{flag} {pattern:?} is not a valid regex: {e}")))
+}
 
 /// A SQL string literal.
 pub(crate) fn quote(text: &str) -> String {

@@ -174,16 +174,62 @@ pub fn column_strings(batches: &[RecordBatch], i: usize) -> Vec<String> {
 /// A lake holding the five seed reports, written by `lkplake run` (embedded broker).
 pub fn seed_lake(name: &str) -> PathBuf {
     let lake = temp_dir(name);
-    let out = lkplake(
-        &["run", "--lake", &lake.to_string_lossy(), "examples/reports"],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "lkplake run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_into(&lake, &[Path::new("examples/reports")]);
     lake
+}
+
+/// `lkplake gen --out OUT ARGS...` (count, seed, years, truth), which must succeed.
+pub fn generate(out: &Path, args: &[&str]) {
+    let out_arg = out.to_string_lossy();
+    let mut all = vec!["gen", "--out", &out_arg];
+    all.extend_from_slice(args);
+    let result = lkplake(&all, None);
+    assert!(
+        result.status.success(),
+        "lkplake gen failed: {}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+}
+
+/// `lkplake run --lake LAKE INPUTS...` on the embedded cluster, which must succeed; its stderr.
+pub fn run_into(lake: &Path, inputs: &[&Path]) -> String {
+    let lake_arg = lake.to_string_lossy();
+    let inputs: Vec<String> = inputs
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let mut args = vec!["run", "--lake", &lake_arg];
+    args.extend(inputs.iter().map(String::as_str));
+    let out = lkplake(&args, None);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "lkplake run failed: {stderr}");
+    stderr
+}
+
+/// A plain HTTP/1.1 GET on loopback; the response's head and body.
+pub fn http_get(port: u16, path_and_query: &str, accept: Option<&str>) -> (String, String) {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))
+        .unwrap_or_else(|e| panic!("connect to 127.0.0.1:{port}: {e}"));
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let accept = accept
+        .map(|a| format!("Accept: {a}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET {path_and_query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{accept}Connection: close\r\n\r\n"
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .unwrap_or_else(|e| panic!("read: {e}"));
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no HTTP head in {response:?}"));
+    (head.to_owned(), body.to_owned())
 }
 
 /// `lkplake sql --lake LAKE --format json SQL`, parsed: one JSON object per row.

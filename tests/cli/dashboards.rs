@@ -3,7 +3,7 @@
 //! expands them, sent by psql (the simple protocol, as Grafana's backend does) to
 //! `lkplake serve` over the corpus lake. Each one must run and return rows.
 
-use crate::common::{PG_PASSWORD, Server, lkplake, temp_dir};
+use crate::common::{PG_PASSWORD, Server, lkplake, run_into, temp_dir};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,20 +17,12 @@ const TO: &str = "2030-01-01T00:00:00Z";
 fn corpus_lake() -> PathBuf {
     let lake = temp_dir("dashboards-lake");
     let lake_arg = lake.to_string_lossy().into_owned();
-    let out = lkplake(
+    run_into(
+        &lake,
         &[
-            "run",
-            "--lake",
-            &lake_arg,
-            "ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz",
-            "examples/reports",
+            Path::new("ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz"),
+            Path::new("examples/reports"),
         ],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let out = lkplake(&["trend", "--lake", &lake_arg, "--format", "csv"], None);
     assert!(

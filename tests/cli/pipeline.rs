@@ -1,7 +1,9 @@
 //! The pipeline against a real broker: `ingest` → Tansu → `transform` → Delta lake, read back
 //! with DataFusion.
 
-use crate::common::{Pipeline, column_strings, json_lines, lkplake, scalar_i64, temp_dir};
+use crate::common::{
+    Pipeline, column_strings, generate, json_lines, lkplake, run_into, scalar_i64, temp_dir,
+};
 use std::collections::HashMap;
 
 const CORPUS: &str = "ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz";
@@ -337,23 +339,7 @@ fn run_works_on_a_fresh_checkout_with_no_broker() {
 /// Generated reports, the same for every run of the test suite.
 fn generated(name: &str, reports: usize) -> String {
     let dir = temp_dir(name);
-    let out = lkplake(
-        &[
-            "gen",
-            "--reports",
-            &reports.to_string(),
-            "--seed",
-            "42",
-            "--out",
-            &dir.to_string_lossy(),
-        ],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    generate(&dir, &["--reports", &reports.to_string(), "--seed", "42"]);
     dir.to_string_lossy().into_owned()
 }
 
@@ -497,16 +483,7 @@ fn two_transformers_in_one_group_share_the_partitions_without_doubling_a_row() {
 
 /// The scrape of `lkplake serve --http` at `port`, as (sample line without value, value).
 fn scrape(port: u16) -> Vec<(String, f64)> {
-    use std::io::{Read, Write};
-    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return Vec::new();
-    };
-    let _ = write!(
-        stream,
-        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    );
-    let mut text = String::new();
-    let _ = stream.read_to_string(&mut text);
+    let (_, text) = crate::common::http_get(port, "/metrics", None);
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {
@@ -621,35 +598,9 @@ fn run_on_the_embedded_cluster_keeps_every_report_of_an_input_larger_than_a_part
     // 30 MB six partitions of librdkafka's mock cluster keep, which used to lose reports.
     let dir = temp_dir("run-large");
     let reports = dir.join("reports");
-    let out = lkplake(
-        &[
-            "gen",
-            "--reports",
-            "2500",
-            "--seed",
-            "4",
-            "--out",
-            &reports.to_string_lossy(),
-        ],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    generate(&reports, &["--reports", "2500", "--seed", "4"]);
     let lake = dir.join("lake");
-    let out = lkplake(
-        &[
-            "run",
-            "--lake",
-            &lake.to_string_lossy(),
-            &reports.to_string_lossy(),
-        ],
-        None,
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let stderr = run_into(&lake, &[&reports]);
     assert!(
         stderr.contains("lkplake transform: 2500 messages:"),
         "{stderr}"

@@ -4,9 +4,11 @@
 //! `lkplake export openmetrics` turned into TSDB blocks by `promtool tsdb create-blocks-from
 //! openmetrics` that a Prometheus then answers the lake's history from.
 
-use crate::common::{Server, free_port, lkplake, seed_lake, sql_json, temp_dir};
+use crate::common::{
+    Server, free_port, generate, http_get, lkplake, run_into, seed_lake, sql_json, temp_dir,
+};
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,31 +17,6 @@ use std::time::{Duration, Instant};
 const THROUGHPUT_LINE_START: &str =
     "lkp_headline_value{testcase=\"vm-scalability\",machine=\"lkp-csl-2sp3\",params=\"";
 const THROUGHPUT_LINE_END: &str = "\",metric=\"vm-scalability.throughput\"} 316400000";
-
-/// A plain HTTP/1.1 GET; the response's head and body.
-fn http_get(port: u16, path_and_query: &str, accept: Option<&str>) -> (String, String) {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))
-        .unwrap_or_else(|e| panic!("connect to 127.0.0.1:{port}: {e}"));
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let accept = accept
-        .map(|a| format!("Accept: {a}\r\n"))
-        .unwrap_or_default();
-    write!(
-        stream,
-        "GET {path_and_query} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{accept}Connection: close\r\n\r\n"
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let mut response = String::new();
-    stream
-        .read_to_string(&mut response)
-        .unwrap_or_else(|e| panic!("read: {e}"));
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .unwrap_or_else(|| panic!("no HTTP head in {response:?}"));
-    (head.to_owned(), body.to_owned())
-}
 
 /// Percent-encodes a query-string value.
 fn encode(text: &str) -> String {
@@ -403,40 +380,12 @@ fn prometheus_scrapes_the_exporter_and_answers_what_the_lake_holds() {
 fn an_openmetrics_export_backfills_prometheus_with_the_lakes_history() {
     let dir = temp_dir("backfill");
     let reports = dir.join("reports");
-    let out = lkplake(
-        &[
-            "gen",
-            "--reports",
-            "150",
-            "--seed",
-            "11",
-            "--years",
-            "2",
-            "--out",
-            &reports.to_string_lossy(),
-        ],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    generate(
+        &reports,
+        &["--reports", "150", "--seed", "11", "--years", "2"],
     );
     let lake = dir.join("lake");
-    let out = lkplake(
-        &[
-            "run",
-            "--lake",
-            &lake.to_string_lossy(),
-            &reports.to_string_lossy(),
-        ],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_into(&lake, &[&reports]);
 
     let export = dir.join("history.om");
     let out = lkplake(

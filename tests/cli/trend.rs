@@ -1,6 +1,6 @@
 //! `lkplake trend` on generated reports whose planted steps (`lkplake gen --truth`) are known.
 
-use crate::common::{json_lines, lkplake, sql_json, temp_dir};
+use crate::common::{generate, json_lines, lkplake, run_into, sql_json, temp_dir};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,26 +17,19 @@ fn generated(name: &str) -> Generated {
     let dir = temp_dir(name);
     let all = dir.join("all");
     let truth = dir.join("truth.jsonl");
-    let out = lkplake(
+    let truth_arg = truth.to_string_lossy().into_owned();
+    generate(
+        &all,
         &[
-            "gen",
             "--reports",
             "600",
             "--seed",
             "5",
             "--years",
             "3",
-            "--out",
-            &all.to_string_lossy(),
             "--truth",
-            &truth.to_string_lossy(),
+            &truth_arg,
         ],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     let (first, second) = (dir.join("first"), dir.join("second"));
     for d in [&first, &second] {
@@ -53,7 +46,7 @@ fn generated(name: &str) -> Generated {
             .unwrap_or_else(|e| panic!("{e}"));
     }
     let lake = dir.join("lake");
-    run_into(&lake, &first);
+    run_into(&lake, &[&first]);
     let truth = std::fs::read_to_string(&truth)
         .unwrap_or_default()
         .lines()
@@ -64,23 +57,6 @@ fn generated(name: &str) -> Generated {
         truth,
         lake,
     }
-}
-
-fn run_into(lake: &Path, reports: &Path) {
-    let out = lkplake(
-        &[
-            "run",
-            "--lake",
-            &lake.to_string_lossy(),
-            &reports.to_string_lossy(),
-        ],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn trend(lake: &Path, extra: &[&str]) -> (Vec<Value>, String) {
@@ -271,7 +247,7 @@ fn planted_steps_are_found_at_their_commit_saved_to_the_lake_and_only_new_series
 
     // New reports: exactly the series they add observations to are recomputed.
     let before_keys = sql_json(&g.lake, "SELECT count(*) AS n FROM reports");
-    run_into(&g.lake, &g.second);
+    run_into(&g.lake, &[&g.second]);
     let touched = sql_json(
         &g.lake,
         &format!(

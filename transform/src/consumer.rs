@@ -324,19 +324,8 @@ impl Transformer {
         consumer: &StreamConsumer<RebalanceContext>,
     ) -> Result<bool, TransformError> {
         let topic = self.config.topic.clone();
-        let watermarks = tokio::task::block_in_place(|| -> Result<Vec<(i32, i64)>, KafkaError> {
-            let metadata = consumer.fetch_metadata(Some(&topic), Duration::from_secs(10))?;
-            let mut out = Vec::new();
-            for t in metadata.topics() {
-                for p in t.partitions() {
-                    let (_, high) =
-                        consumer.fetch_watermarks(&topic, p.id(), Duration::from_secs(10))?;
-                    out.push((p.id(), high));
-                }
-            }
-            Ok(out)
-        })
-        .map_err(TransformError::Consume)?;
+        let watermarks =
+            tokio::task::block_in_place(|| crate::health::high_watermarks(consumer, &topic))?;
         if watermarks.is_empty() {
             return Ok(false);
         }

@@ -6,7 +6,7 @@
 use crate::consumer::TransformError;
 use crate::lake::Lake;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use std::time::Duration;
 
 /// One partition of the reports topic.
@@ -43,73 +43,80 @@ impl PipelineHealth {
     }
 }
 
-/// Reads the topics' high watermarks and the lake's recorded progress (loading the lake's
-/// commits since the last call first).
-pub async fn read(
-    brokers: &str,
-    topic: &str,
-    dlq_topic: &str,
-    lake: &mut Lake,
-) -> Result<PipelineHealth, TransformError> {
-    let (brokers_, topic_, dlq_) = (brokers.to_owned(), topic.to_owned(), dlq_topic.to_owned());
-    // rdkafka's metadata and watermark calls block.
-    let (watermarks, dead_letters) = tokio::task::spawn_blocking(move || {
-        let consumer: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &brokers_)
+/// Reads the pipeline's health again and again with one Kafka client and one open lake.
+pub struct PipelineProbe {
+    consumer: BaseConsumer,
+    topic: String,
+    dlq_topic: String,
+    lake: Lake,
+}
+
+impl std::fmt::Debug for PipelineProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PipelineProbe")
+            .field("topic", &self.topic)
+            .field("dlq_topic", &self.dlq_topic)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PipelineProbe {
+    pub fn new(
+        brokers: &str,
+        topic: &str,
+        dlq_topic: &str,
+        lake: Lake,
+    ) -> Result<Self, TransformError> {
+        let consumer = ClientConfig::new()
+            .set("bootstrap.servers", brokers)
             .set("group.id", "lkplake-health")
             .create()
             .map_err(|source| TransformError::Client {
-                brokers: brokers_.clone(),
+                brokers: brokers.to_owned(),
                 source,
             })?;
-        let watermarks = high_watermarks(&consumer, &topic_)?;
-        let dead_letters = if watermarks_exist(&consumer, &dlq_)? {
-            Some(
-                high_watermarks(&consumer, &dlq_)?
-                    .iter()
-                    .map(|(_, h)| h)
-                    .sum(),
-            )
-        } else {
-            None
-        };
-        Ok::<_, TransformError>((watermarks, dead_letters))
-    })
-    .await
-    .map_err(|e| TransformError::Normalize(format!("reading Kafka watermarks: {e}")))??;
-    lake.refresh().await?;
-    let ids: Vec<i32> = watermarks.iter().map(|(p, _)| *p).collect();
-    let progress = lake.progress(topic, &ids).await?;
-    let partitions = watermarks
-        .into_iter()
-        .map(|(partition, high_watermark)| PartitionHealth {
-            partition,
-            high_watermark,
-            next_in_lake: progress.get(&partition).map_or(0, |p| p.resume_at()),
+        Ok(Self {
+            consumer,
+            topic: topic.to_owned(),
+            dlq_topic: dlq_topic.to_owned(),
+            lake,
         })
-        .collect();
-    Ok(PipelineHealth {
-        topic: topic.to_owned(),
-        partitions,
-        dlq_topic: dlq_topic.to_owned(),
-        dead_letters,
-    })
+    }
+
+    /// The topics' high watermarks and the lake's recorded progress, after loading the lake's
+    /// commits since the last call. Needs a multi-threaded runtime: rdkafka's calls block.
+    pub async fn read(&mut self) -> Result<PipelineHealth, TransformError> {
+        let (watermarks, dlq) = tokio::task::block_in_place(|| {
+            Ok::<_, TransformError>((
+                high_watermarks(&self.consumer, &self.topic)?,
+                high_watermarks(&self.consumer, &self.dlq_topic)?,
+            ))
+        })?;
+        self.lake.refresh().await?;
+        let ids: Vec<i32> = watermarks.iter().map(|(p, _)| *p).collect();
+        let progress = self.lake.progress(&self.topic, &ids).await?;
+        let partitions = watermarks
+            .into_iter()
+            .map(|(partition, high_watermark)| PartitionHealth {
+                partition,
+                high_watermark,
+                next_in_lake: progress.get(&partition).map_or(0, |p| p.resume_at()),
+            })
+            .collect();
+        Ok(PipelineHealth {
+            topic: self.topic.clone(),
+            partitions,
+            dlq_topic: self.dlq_topic.clone(),
+            dead_letters: (!dlq.is_empty()).then(|| dlq.iter().map(|(_, h)| h).sum()),
+        })
+    }
 }
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-fn watermarks_exist(consumer: &BaseConsumer, topic: &str) -> Result<bool, TransformError> {
-    let metadata = consumer
-        .fetch_metadata(Some(topic), TIMEOUT)
-        .map_err(TransformError::Consume)?;
-    Ok(metadata
-        .topics()
-        .iter()
-        .any(|t| t.error().is_none() && !t.partitions().is_empty()))
-}
-
-fn high_watermarks(
-    consumer: &BaseConsumer,
+/// Each partition's high watermark, by partition; empty when the topic does not exist. Blocks.
+pub(crate) fn high_watermarks<X: ConsumerContext>(
+    consumer: &impl Consumer<X>,
     topic: &str,
 ) -> Result<Vec<(i32, i64)>, TransformError> {
     let metadata = consumer

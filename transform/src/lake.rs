@@ -378,14 +378,17 @@ impl Lake {
             .into_iter()
             .filter(|(_, files)| resort || *files > 1)
             .collect();
-        for (partition, files) in scattered {
-            self.metrics = sort_partition(self.metrics.clone(), &partition).await?;
-            summary.files_removed += files as u64;
-            summary.files_added += files_per_partition(&self.metrics, METRICS_TABLE)?
-                .get(&partition)
-                .copied()
-                .unwrap_or(0) as u64;
+        for (partition, files) in &scattered {
+            self.metrics = sort_partition(self.metrics.clone(), partition).await?;
+            summary.files_removed += *files as u64;
             summary.partitions_sorted += 1;
+        }
+        if !scattered.is_empty() {
+            let after = files_per_partition(&self.metrics, METRICS_TABLE)?;
+            summary.files_added += scattered
+                .iter()
+                .filter_map(|(partition, _)| after.get(partition))
+                .sum::<usize>() as u64;
         }
         let err = |source| LakeError::Delta {
             table: REPORTS_TABLE,

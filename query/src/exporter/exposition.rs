@@ -91,7 +91,8 @@ impl Family {
         let _ = writeln!(out, "# HELP {family_name} {}", escape_help(self.help));
         let _ = writeln!(out, "# TYPE {family_name} {kind}");
         for sample in &self.samples {
-            write_sample(out, &sample_name, &sample.labels, sample.value, None);
+            let labels = sample.labels.iter().map(|(k, v)| (*k, v.as_str()));
+            write_sample(out, &sample_name, labels, sample.value, None);
         }
     }
 
@@ -116,17 +117,19 @@ pub fn render(families: &[Family], format: Format) -> String {
 }
 
 /// Writes one sample line; `timestamp_s` (OpenMetrics: seconds) is for the history export.
-pub fn write_sample(
+/// Labels are borrowed, so a long export allocates nothing per sample.
+pub fn write_sample<'a>(
     out: &mut String,
     name: &str,
-    labels: &[(&str, String)],
+    labels: impl IntoIterator<Item = (&'a str, &'a str)>,
     value: f64,
     timestamp_s: Option<f64>,
 ) {
     out.push_str(name);
-    if !labels.is_empty() {
+    let mut labels = labels.into_iter().peekable();
+    if labels.peek().is_some() {
         out.push('{');
-        for (i, (key, value)) in labels.iter().enumerate() {
+        for (i, (key, value)) in labels.enumerate() {
             if i > 0 {
                 out.push(',');
             }
@@ -223,7 +226,7 @@ mod tests {
         write_sample(
             &mut out,
             "lkp_headline_value",
-            &[("metric", "vm-scalability.throughput".to_owned())],
+            [("metric", "vm-scalability.throughput")],
             316_400_000.0,
             Some(1_674_086_400.0),
         );

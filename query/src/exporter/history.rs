@@ -6,7 +6,7 @@ use super::exposition::{Family, Format, write_sample};
 use crate::columns::{floats, micros, quote, strings};
 use crate::engine::Engine;
 use crate::error::QueryError;
-use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::array::AsArray;
 use futures::StreamExt;
 use std::io::Write;
 
@@ -35,19 +35,11 @@ pub async fn export(
     config: &HistoryConfig,
     out: &mut dyn Write,
 ) -> Result<HistorySummary, QueryError> {
-    let mut filters = vec!["role = 'head'".to_owned(), "time IS NOT NULL".to_owned()];
-    match &config.metric {
-        Some(re) => {
-            regex::Regex::new(re).map_err(|e| {
-                QueryError::Config(format!("--metric {re:?} is not a valid regex: {e}"))
-            })?;
-            filters.push(format!(
-                "(is_headline OR regexp_like(metric, {}))",
-                quote(re)
-            ));
-        }
-        None => filters.push("is_headline".to_owned()),
-    }
+    let mut filters = vec![
+        "role = 'head'".to_owned(),
+        "time IS NOT NULL".to_owned(),
+        super::selected_series("--metric", config.metric.as_deref())?,
+    ];
     if let Some(since) = &config.since {
         filters.push(format!("time >= CAST({} AS TIMESTAMP)", quote(since)));
     }
@@ -108,17 +100,14 @@ pub async fn export(
                 summary.series += 1;
                 last_series = Some(series.map(str::to_owned));
             }
-            if !time.is_valid(row) {
-                continue;
-            }
             write_sample(
                 &mut text,
                 families[usize::from(!headline)].name,
-                &[
-                    ("testcase", series[0].to_owned()),
-                    ("machine", series[1].to_owned()),
-                    ("params", series[2].to_owned()),
-                    ("metric", series[3].to_owned()),
+                [
+                    ("testcase", series[0]),
+                    ("machine", series[1]),
+                    ("params", series[2]),
+                    ("metric", series[3]),
                 ],
                 value.value(row),
                 Some(time.value(row) as f64 / 1e6),

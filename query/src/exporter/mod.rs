@@ -10,7 +10,7 @@ pub mod exposition;
 pub mod history;
 pub mod http;
 
-use crate::columns::{floats, micros, quote, strings};
+use crate::columns::{floats, metric_regex, micros, quote, strings};
 use crate::engine::Engine;
 use crate::error::QueryError;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
@@ -33,13 +33,20 @@ pub struct ExporterConfig {
 impl ExporterConfig {
     /// Checks the regex, so a typo is reported at start rather than at the first refresh.
     pub fn validate(&self) -> Result<(), QueryError> {
-        if let Some(re) = &self.metric {
-            regex::Regex::new(re).map_err(|e| {
-                QueryError::Config(format!("--export-metric {re:?} is not a valid regex: {e}"))
-            })?;
-        }
-        Ok(())
+        selected_series("--export-metric", self.metric.as_deref()).map(drop)
     }
+}
+
+/// The SQL condition on `metrics` rows of the value series: headline rows, and with a metric
+/// regex (passed as `flag`) also the rows of matching metrics.
+pub(crate) fn selected_series(flag: &str, metric: Option<&str>) -> Result<String, QueryError> {
+    Ok(match metric {
+        Some(re) => {
+            metric_regex(flag, re)?;
+            format!("(is_headline OR regexp_like(metric, {}))", quote(re))
+        }
+        None => "is_headline".to_owned(),
+    })
 }
 
 /// The lake's families, rendered once per lake version.
@@ -116,14 +123,17 @@ impl Exporter {
         let mut families = self.value_families().await?;
         families.push(self.reports_family().await?);
         families.extend(self.lake_families(&health).await?);
-        let rendered = Rendered {
+        // Thousands of series make megabytes of text: rendered off the async workers.
+        let rendered = tokio::task::spawn_blocking(move || Rendered {
             versions,
             prometheus: exposition::render(&families, Format::Prometheus),
             openmetrics: families.iter().fold(String::new(), |mut out, f| {
                 f.write(Format::OpenMetrics, &mut out);
                 out
             }),
-        };
+        })
+        .await
+        .map_err(|e| QueryError::Config(format!("rendering /metrics failed: {e}")))?;
         *self.rendered.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(rendered);
         Ok(true)
     }
@@ -153,10 +163,7 @@ impl Exporter {
 
     /// `lkp_headline_value`, `lkp_metric_value` and how many series the bound left out.
     async fn value_families(&self) -> Result<Vec<Family>, QueryError> {
-        let selected = match &self.config.metric {
-            Some(re) => format!("(is_headline OR regexp_like(metric, {}))", quote(re)),
-            None => "is_headline".to_owned(),
-        };
+        let selected = selected_series("--export-metric", self.config.metric.as_deref())?;
         // The newest head-commit measurement of each series: what the last report says the
         // series is at now.
         let sql = format!(

@@ -12,7 +12,7 @@
 pub mod detect;
 mod plot;
 
-use crate::columns::{micros, quote, strings};
+use crate::columns::{metric_regex, micros, quote, strings};
 use crate::engine::Engine;
 use crate::error::QueryError;
 use crate::lake;
@@ -363,8 +363,12 @@ pub async fn run(
         series: total,
         ..TrendSummary::default()
     };
-    let mut analysed: HashMap<SeriesKey, (Vec<Change>, Saved)> = HashMap::new();
-    let mut to_plot: Vec<(Series, Vec<Change>)> = Vec::new();
+    let mut booked = Booked {
+        fingerprint: &fingerprint,
+        keep_for_plot: config.plot_dir.is_some(),
+        analysed: HashMap::new(),
+        to_plot: Vec::new(),
+    };
     let mut pending: Vec<Series> = Vec::new();
     let mut current: Option<Series> = None;
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -374,7 +378,6 @@ pub async fn run(
     // Finished series go to blocking workers in chunks; at most `workers` chunks run at once.
     let params = config.detect;
     let min_obs = config.min_observations;
-    let keep_for_plot = config.plot_dir.is_some();
     let finish = |series: Series, pending: &mut Vec<Series>, summary: &mut TrendSummary| {
         let n = series.observations.len() as u64;
         let last = series.observations.last().map_or(0, |o| o.time);
@@ -451,15 +454,7 @@ pub async fn run(
             if running.len() >= workers
                 && let Some(result) = running.join_next().await
             {
-                let results: Vec<(Series, Vec<Change>, bool)> = result.map_err(worker_failed)?;
-                done += collect(
-                    results,
-                    &fingerprint,
-                    &mut analysed,
-                    &mut to_plot,
-                    keep_for_plot,
-                    &mut summary,
-                );
+                done += booked.book(result.map_err(worker_failed)?, &mut summary);
                 progress(done, total);
             }
             running.spawn_blocking(move || {
@@ -482,18 +477,13 @@ pub async fn run(
         }
     }
     while let Some(result) = running.join_next().await {
-        let results = result.map_err(worker_failed)?;
-        done += collect(
-            results,
-            &fingerprint,
-            &mut analysed,
-            &mut to_plot,
-            keep_for_plot,
-            &mut summary,
-        );
+        done += booked.book(result.map_err(worker_failed)?, &mut summary);
         progress(done, total);
     }
 
+    let Booked {
+        analysed, to_plot, ..
+    } = booked;
     // Series not analysed now keep what the last run found.
     let mut changes: Vec<Change> = old_changes
         .into_iter()
@@ -541,7 +531,7 @@ pub async fn run(
         .collect();
     let matching = match &config.metric {
         Some(re) => {
-            let re = regex_lite(re)?;
+            let re = metric_regex("--metric", re)?;
             matching
                 .into_iter()
                 .filter(|c| re.is_match(&c.series.metric))
@@ -557,48 +547,42 @@ fn worker_failed(e: tokio::task::JoinError) -> QueryError {
     QueryError::Config(format!("trend worker failed: {e}"))
 }
 
-fn regex_lite(pattern: &str) -> Result<regex::Regex, QueryError> {
-    regex::Regex::new(pattern).map_err(|e| {
-        QueryError::Config(format!(
-            "--metric {pattern:?} is not a regular expression: {e}"
-        ))
-    })
+/// What the workers found so far, booked as their chunks come back.
+struct Booked<'a> {
+    /// The settings every result was computed with.
+    fingerprint: &'a str,
+    keep_for_plot: bool,
+    analysed: HashMap<SeriesKey, (Vec<Change>, Saved)>,
+    to_plot: Vec<(Series, Vec<Change>)>,
 }
 
-/// Books the results of one worker chunk; returns how many series it finished.
-fn collect(
-    results: Vec<(Series, Vec<Change>, bool)>,
-    fingerprint: &str,
-    analysed: &mut HashMap<SeriesKey, (Vec<Change>, Saved)>,
-    to_plot: &mut Vec<(Series, Vec<Change>)>,
-    keep_for_plot: bool,
-    summary: &mut TrendSummary,
-) -> u64 {
-    let n = results.len() as u64;
-    for (series, found, long_enough) in results {
-        if long_enough {
-            summary.analysed += 1;
-        } else {
-            summary.too_short += 1;
+impl Booked<'_> {
+    /// Books one worker chunk; returns how many series it finished.
+    fn book(
+        &mut self,
+        results: Vec<(Series, Vec<Change>, bool)>,
+        summary: &mut TrendSummary,
+    ) -> u64 {
+        let n = results.len() as u64;
+        for (series, found, long_enough) in results {
+            if long_enough {
+                summary.analysed += 1;
+            } else {
+                summary.too_short += 1;
+            }
+            let saved = Saved {
+                observations: series.observations.len() as u64,
+                last_time: series.observations.last().map_or(0, |o| o.time),
+                settings: self.fingerprint.to_owned(),
+            };
+            let key = series.key.clone();
+            if self.keep_for_plot && !found.is_empty() {
+                self.to_plot.push((series, found.clone()));
+            }
+            self.analysed.insert(key, (found, saved));
         }
-        let saved = Saved {
-            observations: series.observations.len() as u64,
-            last_time: series.observations.last().map_or(0, |o| o.time),
-            settings: fingerprint.to_owned(),
-        };
-        if keep_for_plot && !found.is_empty() {
-            to_plot.push((
-                Series {
-                    key: series.key.clone(),
-                    direction: series.direction.clone(),
-                    observations: series.observations,
-                },
-                found.clone(),
-            ));
-        }
-        analysed.insert(series.key, (found, saved));
+        n
     }
-    n
 }
 
 fn changes_batch(changes: &[Change]) -> Result<RecordBatch, QueryError> {
