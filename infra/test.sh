@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command (README): installs and starts what the tests need on a fresh machine
-# (cargo-nextest, Tansu, psql and psycopg, Prometheus and promtool), runs the whole suite, and stops the services again.
+# (cargo-nextest, Tansu, Prometheus and promtool, and the Postgres clients and DuckDB of infra/clients.sh), runs the whole suite, and stops the services again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"

@@ -147,7 +147,8 @@ impl LakeTables {
         Ok(opened || self.versions() != before)
     }
 
-    /// A table provider per table, frozen at the loaded versions.
+    /// A table provider per table, frozen at the loaded versions, each keeping the queries'
+    /// limits (`crate::limit`).
     pub async fn providers(
         &self,
     ) -> Result<Vec<(&'static str, Arc<dyn TableProvider>)>, QueryError> {
@@ -160,7 +161,7 @@ impl LakeTables {
                     table: name,
                     source: Box::new(source),
                 })?;
-            providers.push((*name, provider));
+            providers.push((*name, crate::limit::HonorLimit::wrap(provider)));
         }
         Ok(providers)
     }

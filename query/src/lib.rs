@@ -13,6 +13,7 @@ pub mod error;
 pub mod exporter;
 pub mod format;
 pub mod lake;
+pub mod limit;
 pub mod pg;
 pub mod policy;
 pub mod trend;

@@ -10,8 +10,8 @@ use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 /// A statement the read side will not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "{what} is refused: lkplake serves the lake read-only (only queries, SET/SHOW, transactions \
-     and cursors run); the lake is written by `lkplake transform`"
+    "{what} is refused: lkplake serves the lake read-only (only queries, SET/SHOW, transactions, \
+     savepoints and cursors run); the lake is written by `lkplake transform`"
 )]
 pub struct Refused {
     /// The kind of statement, e.g. `INSERT` or `COPY`.
@@ -63,6 +63,8 @@ pub fn check_statement(statement: &Statement) -> Result<(), Refused> {
         | Statement::StartTransaction { .. }
         | Statement::Commit { .. }
         | Statement::Rollback { .. }
+        | Statement::Savepoint { .. }
+        | Statement::ReleaseSavepoint { .. }
         | Statement::Fetch { .. }
         | Statement::Close { .. }
         | Statement::Discard { .. }

@@ -445,6 +445,29 @@ fn killing_ingest_and_transform_with_sigkill_leaves_every_report_exactly_once() 
     assert_each_report_once(&p, &e);
 }
 
+/// A `lkplake transform` of the pipeline's group with `args`, its log on stderr.
+fn spawn_transformer(p: &Pipeline, args: &[&str]) -> std::process::Child {
+    let mut all = vec!["transform", "--flush-rows", "10000", "--flush-ms", "300"];
+    all.extend_from_slice(args);
+    p.cmd(&all)
+        .env(
+            "LKPLAKE_LOG",
+            "warn,buoyant_kernel=off,lkplake_transform=info",
+        )
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn assert_exited_cleanly(children: Vec<std::process::Child>) {
+    for child in children {
+        let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        eprintln!("transformer:\n{stderr}");
+        assert!(out.status.success(), "{stderr}");
+    }
+}
+
 #[test]
 fn two_transformers_in_one_group_share_the_partitions_without_doubling_a_row() {
     let reports = generated("two-transformers", 600);
@@ -453,31 +476,40 @@ fn two_transformers_in_one_group_share_the_partitions_without_doubling_a_row() {
     assert!(p.ingest(&[&reports]).status.success());
     // The lake exists before both start, as in production (`compact` opens and creates it).
     assert!(p.run(&["compact"]).status.success());
-    let spawn = || {
-        p.cmd(&[
-            "transform",
-            "--until-idle",
-            "--flush-rows",
-            "10000",
-            "--flush-ms",
-            "300",
-        ])
-        .env(
-            "LKPLAKE_LOG",
-            "warn,buoyant_kernel=off,lkplake_transform=info",
-        )
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"))
-    };
-    let (a, b) = (spawn(), spawn());
-    let (a, b) = (a.wait_with_output(), b.wait_with_output());
-    for out in [a, b] {
-        let out = out.unwrap_or_else(|e| panic!("{e}"));
-        eprintln!("transformer:\n{}", String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success());
-    }
+    let both = vec![
+        spawn_transformer(&p, &["--until-idle"]),
+        spawn_transformer(&p, &["--until-idle"]),
+    ];
+    assert_exited_cleanly(both);
     // `--until-idle` stops only when the whole topic is in the lake, whoever wrote it.
+    assert_each_report_once(&p, &e);
+}
+
+#[test]
+fn three_transformers_over_six_partitions_one_joining_late_one_leaving_early_write_each_report_once()
+ {
+    let reports = generated("three-transformers", 900);
+    let e = expected(&[&reports]);
+    let p = Pipeline::new("three-transformers");
+    assert!(
+        p.run(&["ingest", "--partitions", "6", &reports])
+            .status
+            .success()
+    );
+    assert!(p.run(&["compact"]).status.success());
+    let first = spawn_transformer(&p, &["--until-idle"]);
+    // A long-running member that is stopped while the others still work: it commits what it
+    // holds, leaves the group, and its partitions move to the others mid-stream.
+    let leaving = spawn_transformer(&p, &[]);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let late = spawn_transformer(&p, &["--until-idle"]);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &leaving.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success());
+    assert_exited_cleanly(vec![leaving, first, late]);
     assert_each_report_once(&p, &e);
 }
 

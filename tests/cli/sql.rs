@@ -302,3 +302,28 @@ fn filters_on_testcase_and_machine_prune_partitions_through_tables_and_views() {
         [1, 1]
     );
 }
+
+/// delta-rs answers these from the Delta log (only partition columns are read), and DataFusion
+/// 55 dropped the limit above that scan: 5, 5 and 560 rows came back (`query/src/limit.rs`).
+#[test]
+fn limit_is_kept_above_a_metadata_only_scan() {
+    let lake = seed_lake("sql-limit");
+    for sql in [
+        "SELECT testcase FROM reports LIMIT 3",
+        "SELECT testcase, machine FROM reports LIMIT 3",
+        "SELECT machine FROM metrics LIMIT 3",
+        "SELECT testcase FROM reports LIMIT 3 OFFSET 1",
+        "SELECT DISTINCT testcase FROM reports LIMIT 3",
+    ] {
+        assert_eq!(sql_json(&lake, sql).len(), 3, "{sql}");
+    }
+    // The seed lake has 5 report tests; an offset past 2 leaves fewer than the limit.
+    assert_eq!(
+        sql_json(&lake, "SELECT testcase FROM reports LIMIT 3 OFFSET 3").len(),
+        2
+    );
+    assert_eq!(
+        sql_json(&lake, "SELECT machine FROM metrics LIMIT 0").len(),
+        0
+    );
+}

@@ -7,6 +7,7 @@
 
 use crate::lake::{Lake, LakeError, Progress, app_id};
 use crate::normalize::{Batches, Normalizer, Tables};
+use crate::tracker::{Check, Limits, Missing, Tracker, Verdict};
 use deltalake::kernel::Transaction;
 use futures::FutureExt;
 use lkplake_schemas::Report;
@@ -19,7 +20,7 @@ use rdkafka::consumer::{
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,6 +40,20 @@ pub enum TransformError {
     Subscribe { topic: String, source: KafkaError },
     #[error("Kafka consumer failed: {0}")]
     Consume(KafkaError),
+    #[error(
+        "the broker did not answer a fetch for partitions {partitions:?} of {topic}, so their ends are unknown; is the broker up?"
+    )]
+    EndsUnknown { topic: String, partitions: Vec<i32> },
+    #[error(
+        "messages of {topic} cannot be read: {}; the lake holds everything before them (rerunning resumes there)",
+        missing.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    Incomplete {
+        topic: String,
+        missing: Vec<Missing>,
+    },
+    #[error("the partition-end probe failed: {0}")]
+    Probe(String),
     #[error(transparent)]
     Lake(#[from] LakeError),
     #[error("normalizing a batch failed: {0}")]
@@ -102,9 +117,6 @@ pub struct TransformSummary {
     pub commits: u64,
 }
 
-/// How often to rewind over the same gap before accepting that the offsets do not exist.
-const MAX_REWINDS: u32 = 3;
-
 /// Notes rebalances so the main loop can reconcile its buffer with the new assignment.
 struct RebalanceContext {
     changed: Arc<AtomicBool>,
@@ -147,8 +159,8 @@ struct Transformer {
     lake_keys: HashMap<String, Seen>,
     /// Lake progress of the partitions we have seen since the last rebalance.
     progress: HashMap<i32, Progress>,
-    /// Rewinds done per (partition, first missing offset), to give up on a real gap.
-    rewinds: HashMap<(i32, i64), u32>,
+    /// Next offset per assigned partition, gaps, stalls and the drained decision.
+    tracker: Tracker,
     buffer: Vec<Pending>,
     /// Keys in the buffer, with the index of their entry.
     buffered_keys: HashMap<String, usize>,
@@ -197,12 +209,15 @@ pub async fn run(
 
     let lake = Lake::open(&config.lake).await?;
     let lake_keys = load_keys(&lake).await?;
+    let limits = Limits::for_flush_interval(config.flush_interval, config.until_idle);
+    // A long-running transformer also looks for stalled partitions, less often.
+    let check_every = Duration::from_secs(if config.until_idle { 1 } else { 10 });
     let mut t = Transformer {
         config,
         lake,
         lake_keys,
         progress: HashMap::new(),
-        rewinds: HashMap::new(),
+        tracker: Tracker::new(limits, Instant::now()),
         buffer: Vec::new(),
         buffered_keys: HashMap::new(),
         buffered_to: HashMap::new(),
@@ -211,9 +226,8 @@ pub async fn run(
         oldest: None,
         summary: TransformSummary::default(),
     };
-    let mut eof: HashSet<i32> = HashSet::new();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
-    let mut last_idle_check = Instant::now();
+    let mut last_check = Instant::now();
     let shutdown = shutdown.fuse();
     tokio::pin!(shutdown);
     loop {
@@ -221,7 +235,6 @@ pub async fn run(
         // never commits data of a partition this instance no longer owns.
         if changed.swap(false, Ordering::SeqCst) {
             t.reconcile(&consumer).await?;
-            eof.clear();
         }
         tokio::select! {
             () = &mut shutdown => {
@@ -233,13 +246,16 @@ pub async fn run(
                 if t.oldest.is_some_and(|o| o.elapsed() >= t.config.flush_interval) {
                     t.flush(&consumer).await?;
                 }
-                if t.config.until_idle
-                    && last_idle_check.elapsed() >= Duration::from_secs(1)
-                    && t.locally_idle(&consumer, &eof)
+                if last_check.elapsed() >= check_every
+                    && t.tracker.quiet(Instant::now(), Duration::from_secs(1))
                 {
-                    last_idle_check = Instant::now();
-                    t.flush(&consumer).await?;
-                    if t.topic_drained(&consumer).await? {
+                    last_check = Instant::now();
+                    // "Drained" means in the lake, so `--until-idle` commits what it holds
+                    // first; a long-running transformer keeps its flush triggers.
+                    if t.config.until_idle {
+                        t.flush(&consumer).await?;
+                    }
+                    if t.check(&consumer).await? {
                         break;
                     }
                 }
@@ -248,18 +264,16 @@ pub async fn run(
                 if changed.load(Ordering::SeqCst) {
                     t.reconcile(&consumer).await?;
                     changed.store(false, Ordering::SeqCst);
-                    eof.clear();
                 }
                 match message {
                     Err(KafkaError::PartitionEOF(partition)) => {
-                        eof.insert(partition);
+                        t.tracker.on_eof(partition, Instant::now());
                     }
                     Err(e) => {
                         // Transient broker trouble is retried by librdkafka; say so and go on.
                         tracing::warn!(error = %e, "consumer error");
                     }
                     Ok(message) => {
-                        eof.remove(&message.partition());
                         let payload = message.payload().map(<[u8]>::to_vec);
                         t.accept(&consumer, message.partition(), message.offset(), payload.as_deref()).await?;
                         if t.buffered_rows >= t.config.flush_rows {
@@ -295,51 +309,82 @@ async fn load_keys(lake: &Lake) -> Result<HashMap<String, Seen>, TransformError>
 }
 
 impl Transformer {
-    /// Every partition assigned here has reported its end since its last message, or none is
-    /// assigned. A member left without partitions (the other member of its group holds them
-    /// all, or the broker never assigns again after a rebalance) must still look at the lake,
-    /// or it would wait for ever after the others have drained the topic.
-    fn locally_idle(
-        &self,
-        consumer: &StreamConsumer<RebalanceContext>,
-        eof: &HashSet<i32>,
-    ) -> bool {
-        let Ok(assignment) = consumer.assignment() else {
-            return false;
-        };
-        let assigned: Vec<i32> = assignment
-            .elements()
-            .iter()
-            .map(|e| e.partition())
-            .collect();
-        tracing::trace!(?assigned, ?eof, "locally idle?");
-        assigned.iter().all(|p| eof.contains(p))
-    }
-
-    /// The whole topic is in the lake: every partition's lake progress reaches its high
-    /// watermark. Partitions held by another member (or by a killed one whose session has not
-    /// expired yet) count too, so `--until-idle` never stops with data left behind.
-    async fn topic_drained(
+    /// Compares every partition's real end with the lake and acts on what the tracker makes
+    /// of it; returns whether `--until-idle` may stop. Partitions held by another member (or by
+    /// a killed one whose session has not expired yet) count too, so `--until-idle` never stops
+    /// with data left behind.
+    async fn check(
         &mut self,
         consumer: &StreamConsumer<RebalanceContext>,
     ) -> Result<bool, TransformError> {
         let topic = self.config.topic.clone();
-        let watermarks =
-            tokio::task::block_in_place(|| crate::health::high_watermarks(consumer, &topic))?;
-        if watermarks.is_empty() {
+        let (brokers, probe_topic) = (self.config.brokers.clone(), topic.clone());
+        let ends = tokio::task::spawn_blocking(move || {
+            crate::ends::partition_ends(&brokers, &probe_topic)
+        })
+        .await
+        .map_err(|e| TransformError::Probe(e.to_string()))??;
+        if ends.is_empty() {
             return Ok(false);
         }
         self.lake.refresh().await?;
-        let partitions: Vec<i32> = watermarks.iter().map(|(p, _)| *p).collect();
-        let progress = self.lake.progress(&topic, &partitions).await?;
+        let partitions: Vec<i32> = ends.keys().copied().collect();
+        let lake: BTreeMap<i32, i64> = self
+            .lake
+            .progress(&topic, &partitions)
+            .await?
+            .into_iter()
+            .map(|(p, progress)| (p, progress.resume_at()))
+            .collect();
+        let check = self.tracker.check(&ends, &lake, Instant::now());
         tracing::debug!(
-            ?watermarks,
-            ?progress,
-            "checking whether the topic is drained"
+            ?ends,
+            ?lake,
+            ?check,
+            "checked the partitions against the lake"
         );
-        Ok(watermarks
-            .iter()
-            .all(|(p, high)| progress.get(p).copied().unwrap_or_default().resume_at() >= *high))
+        match check {
+            Check::Drained => Ok(self.config.until_idle),
+            Check::Wait => Ok(false),
+            Check::Rewind(seeks) => {
+                for (partition, to) in seeks {
+                    tracing::warn!(
+                        partition,
+                        ?to,
+                        end = ends.get(&partition),
+                        next_in_lake = lake.get(&partition),
+                        "partition silent short of its end: rewinding"
+                    );
+                    self.seek(consumer, partition, to);
+                }
+                Ok(false)
+            }
+            Check::Rejoin(missing) => {
+                tracing::warn!(
+                    ?missing,
+                    "partitions owned elsewhere are not advancing: rejoining the group"
+                );
+                consumer.unsubscribe();
+                consumer
+                    .subscribe(&[&topic])
+                    .map_err(|source| TransformError::Subscribe {
+                        topic: topic.clone(),
+                        source,
+                    })?;
+                self.tracker.assign([], Instant::now());
+                Ok(false)
+            }
+            Check::Fail(missing) => Err(TransformError::Incomplete { topic, missing }),
+        }
+    }
+
+    /// Seeks a partition so the broker returns its missing messages again; a partition that
+    /// cannot be sought now (revoked meanwhile) is left to the next check.
+    fn seek(&mut self, consumer: &StreamConsumer<RebalanceContext>, partition: i32, to: Offset) {
+        self.summary.rewinds += 1;
+        if let Err(e) = consumer.seek(&self.config.topic, partition, to, Duration::from_secs(10)) {
+            tracing::warn!(partition, error = %e, "seeking failed");
+        }
     }
 
     async fn progress_of(&mut self, partition: i32) -> Result<Progress, TransformError> {
@@ -361,46 +406,36 @@ impl Transformer {
     ) -> Result<(), TransformError> {
         self.summary.messages += 1;
         let progress = self.progress_of(partition).await?;
-        let buffered_to = self.buffered_to.get(&partition).copied();
-        if offset < progress.resume_at() || buffered_to.is_some_and(|b| offset <= b) {
-            self.summary.already_in_lake += 1;
-            return Ok(());
+        if self.tracker.next(partition).is_none() {
+            let buffered = self.buffered_to.get(&partition).map(|b| b + 1);
+            let next = buffered.map_or(progress.resume_at(), |b| b.max(progress.resume_at()));
+            self.tracker.resume(partition, next);
         }
-        // Offsets of an idempotent producer's topic are contiguous. A message past the next
-        // one expected means the consumer resumed beyond what the lake holds: Tansu 0.6.0
-        // answers a fetch from the middle of a record batch with the next batch. Recording
-        // this offset would cover the skipped ones, so rewind to a point before the gap (each
-        // attempt further back, the last to the start) and let the filters above skip what is
-        // already in the lake or the buffer.
-        let expected = buffered_to.map_or(progress.resume_at(), |b| b + 1);
-        if offset > expected {
-            let attempts = self.rewinds.entry((partition, expected)).or_insert(0);
-            *attempts += 1;
-            if *attempts <= MAX_REWINDS {
-                let to = match *attempts {
-                    1 => Offset::Offset((expected - 64).max(0)),
-                    2 => Offset::Offset((expected - 4096).max(0)),
-                    _ => Offset::Beginning,
-                };
+        match self.tracker.on_message(partition, offset, Instant::now()) {
+            Verdict::Take => {}
+            Verdict::Skip => {
+                self.summary.already_in_lake += 1;
+                return Ok(());
+            }
+            Verdict::Rewind(to) => {
+                // Tansu 0.6.0 answers a fetch from the middle of a record batch with the next
+                // batch; after the seek, the tracker skips what the lake or buffer holds.
                 tracing::warn!(
                     partition,
                     offset,
-                    expected,
+                    expected = self.tracker.next(partition),
                     ?to,
                     "gap in the partition: rewinding before the first missing offset"
                 );
-                consumer
-                    .seek(&self.config.topic, partition, to, Duration::from_secs(10))
-                    .map_err(TransformError::Consume)?;
-                self.summary.rewinds += 1;
+                self.seek(consumer, partition, to);
                 return Ok(());
             }
-            tracing::error!(
-                partition,
-                offset,
-                expected,
-                "offsets missing from the partition after {MAX_REWINDS} rewinds: accepting the gap"
-            );
+            Verdict::Fail(missing) => {
+                return Err(TransformError::Incomplete {
+                    topic: self.config.topic.clone(),
+                    missing: vec![missing],
+                });
+            }
         }
         let tables = Tables {
             metrics: progress.metrics.is_none_or(|m| offset > m),
@@ -485,8 +520,11 @@ impl Transformer {
         consumer: &StreamConsumer<RebalanceContext>,
     ) -> Result<(), TransformError> {
         let Some(assigned) = current_assignment(consumer) else {
+            self.tracker.assign([], Instant::now());
             return Ok(());
         };
+        self.tracker
+            .assign(assigned.iter().copied(), Instant::now());
         let dropped = self.retain_buffer(|p| assigned.contains(&p.partition));
         if dropped > 0 {
             tracing::info!(

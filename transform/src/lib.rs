@@ -3,6 +3,8 @@
 //! offsets they cover, so a restarted transformer resumes exactly where the lake ends.
 
 pub mod consumer;
+pub mod ends;
 pub mod health;
 pub mod lake;
 pub mod normalize;
+pub mod tracker;

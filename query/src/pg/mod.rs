@@ -9,6 +9,7 @@
 mod auth;
 pub mod functions;
 mod rewrite;
+mod savepoint;
 
 use crate::engine::Engine;
 use crate::error::QueryError;
@@ -30,12 +31,16 @@ use datafusion_postgres::pgwire::api::portal::{Format, Portal};
 use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use datafusion_postgres::pgwire::api::results::{FieldInfo, Response};
 use datafusion_postgres::pgwire::api::stmt::QueryParser;
-use datafusion_postgres::pgwire::api::store::PortalStore;
+use datafusion_postgres::pgwire::api::store::{Entry, PortalStore};
 use datafusion_postgres::pgwire::api::{
-    ClientInfo, ClientPortalStore, ConnectionManager, ErrorHandler, PgWireServerHandlers, Type,
+    ClientInfo, ClientPortalStore, ConnectionManager, DEFAULT_NAME, ErrorHandler,
+    PgWireServerHandlers, Type,
 };
 use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use datafusion_postgres::pgwire::messages::PgWireBackendMessage;
+use datafusion_postgres::pgwire::messages::extendedquery::Execute;
+use datafusion_postgres::pgwire::messages::response::TransactionStatus;
+use datafusion_postgres::pgwire::messages::simplequery::Query;
 use datafusion_postgres::{DfSessionService, Parser, QueryHook, ServerOptions};
 use futures::{Sink, Stream, StreamExt};
 use std::fmt::Debug;
@@ -120,6 +125,7 @@ impl Handlers {
     fn new(ctx: &SessionContext, config: &ServeConfig) -> Self {
         let hooks: Vec<Arc<dyn QueryHook>> = vec![
             Arc::new(ReadOnlyHook),
+            Arc::new(savepoint::SavepointHook),
             Arc::new(CursorStatementHook),
             Arc::new(SetShowHook),
             Arc::new(TransactionStatementHook),
@@ -263,6 +269,7 @@ impl QueryParser for GuardedParser {
     {
         policy::check_sql(sql).map_err(|r| refused(&r))?;
         let sql = rewrite::search_path(sql);
+        let sql = rewrite::catalog_subqueries(&sql);
         self.inner.parse_sql(client, &sql, types).await
     }
 
@@ -361,8 +368,30 @@ fn bounded(
     }
 }
 
+/// `ROLLBACK TO SAVEPOINT` leaves a failed transaction without ending it. pgwire settles a
+/// statement's transaction status from the status before it, so it is set back here, before
+/// the statement runs.
+fn recover_for<C: ClientInfo>(client: &mut C, sql: &str) {
+    if client.transaction_status() == TransactionStatus::Error
+        && savepoint::is_rollback_to_savepoint(sql)
+    {
+        client.set_transaction_status(TransactionStatus::Transaction);
+    }
+}
+
 #[async_trait]
 impl SimpleQueryHandler for LakeService {
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        recover_for(client, &query.query);
+        self._on_query(client, query).await
+    }
+
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -372,6 +401,7 @@ impl SimpleQueryHandler for LakeService {
     {
         policy::check_sql(query).map_err(|r| refused(&r))?;
         let query = rewrite::search_path(query);
+        let query = rewrite::catalog_subqueries(&query);
         let limit = self.limit(client);
         let deadline = Instant::now() + limit;
         let permit = self.admit(deadline, limit).await?;
@@ -395,6 +425,20 @@ impl ExtendedQueryHandler for LakeService {
 
     fn query_parser(&self) -> Arc<Self::QueryParser> {
         Arc::clone(&self.parser)
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let portal = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        if let Some(Entry::Value(portal)) = client.portal_store().get_portal(portal) {
+            recover_for(client, &portal.statement.statement.0);
+        }
+        self._on_execute(client, message).await
     }
 
     async fn do_query<C>(
