@@ -445,26 +445,58 @@ fn killing_ingest_and_transform_with_sigkill_leaves_every_report_exactly_once() 
     assert_each_report_once(&p, &e);
 }
 
-/// A `lkplake transform` of the pipeline's group with `args`, its log on stderr.
-fn spawn_transformer(p: &Pipeline, args: &[&str]) -> std::process::Child {
+/// A `lkplake transform` of the pipeline's group with `args`, logging to a file of its own (a
+/// pipe nobody reads while another member is waited for could block it).
+fn spawn_transformer(p: &Pipeline, args: &[&str]) -> (std::process::Child, std::path::PathBuf) {
     let mut all = vec!["transform", "--flush-rows", "10000", "--flush-ms", "300"];
     all.extend_from_slice(args);
-    p.cmd(&all)
+    let log = temp_dir("transformer-log").join("transform.log");
+    let file = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
+    let child = p
+        .cmd(&all)
         .env(
             "LKPLAKE_LOG",
-            "warn,buoyant_kernel=off,lkplake_transform=info",
+            "warn,buoyant_kernel=off,lkplake_transform=debug",
         )
-        .stderr(std::process::Stdio::piped())
+        .stderr(file)
         .spawn()
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    (child, log)
 }
 
-fn assert_exited_cleanly(children: Vec<std::process::Child>) {
-    for child in children {
-        let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        eprintln!("transformer:\n{stderr}");
-        assert!(out.status.success(), "{stderr}");
+/// Waits for every member, at most 240 s in all: a member still running then is killed, and
+/// the test fails with every member's log.
+fn assert_exited_cleanly(mut members: Vec<(std::process::Child, std::path::PathBuf)>) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    let mut statuses = Vec::new();
+    for (child, _) in &mut members {
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+            }
+        };
+        statuses.push(status);
+    }
+    let logs: Vec<String> = members
+        .iter()
+        .map(|(_, log)| std::fs::read_to_string(log).unwrap_or_default())
+        .collect();
+    for (i, (status, log)) in statuses.iter().zip(&logs).enumerate() {
+        eprintln!("transformer {i} ({status:?}):\n{log}");
+    }
+    for (i, status) in statuses.iter().enumerate() {
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "transformer {i} ended with {status:?} (None: still running after 240 s, killed)"
+        );
     }
 }
 
@@ -505,7 +537,7 @@ fn three_transformers_over_six_partitions_one_joining_late_one_leaving_early_wri
     let late = spawn_transformer(&p, &["--until-idle"]);
     std::thread::sleep(std::time::Duration::from_secs(2));
     let status = std::process::Command::new("kill")
-        .args(["-TERM", &leaving.id().to_string()])
+        .args(["-TERM", &leaving.0.id().to_string()])
         .status()
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(status.success());

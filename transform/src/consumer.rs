@@ -230,61 +230,98 @@ pub async fn run(
     let mut last_check = Instant::now();
     let shutdown = shutdown.fuse();
     tokio::pin!(shutdown);
-    loop {
-        // Rebalances happen inside `recv`, so checking here, before any flush, means a flush
-        // never commits data of a partition this instance no longer owns.
-        if changed.swap(false, Ordering::SeqCst) {
-            t.reconcile(&consumer).await?;
-        }
-        tokio::select! {
-            () = &mut shutdown => {
-                tracing::info!("shutdown requested: flushing");
-                t.flush(&consumer).await?;
-                break;
+    let outcome: Result<(), TransformError> = async {
+        loop {
+            // Rebalances happen inside `recv`, so checking here, before any flush, means a flush
+            // never commits data of a partition this instance no longer owns.
+            if changed.swap(false, Ordering::SeqCst) {
+                t.reconcile(&consumer).await?;
             }
-            _ = tick.tick() => {
-                if t.oldest.is_some_and(|o| o.elapsed() >= t.config.flush_interval) {
+            tokio::select! {
+                () = &mut shutdown => {
+                    tracing::info!("shutdown requested: flushing");
                     t.flush(&consumer).await?;
+                    break;
                 }
-                if last_check.elapsed() >= check_every
-                    && t.tracker.quiet(Instant::now(), Duration::from_secs(1))
-                {
-                    last_check = Instant::now();
-                    // "Drained" means in the lake, so `--until-idle` commits what it holds
-                    // first; a long-running transformer keeps its flush triggers.
-                    if t.config.until_idle {
+                _ = tick.tick() => {
+                    if t.oldest.is_some_and(|o| o.elapsed() >= t.config.flush_interval) {
                         t.flush(&consumer).await?;
                     }
-                    if t.check(&consumer).await? {
-                        break;
-                    }
-                }
-            }
-            message = consumer.recv() => {
-                if changed.load(Ordering::SeqCst) {
-                    t.reconcile(&consumer).await?;
-                    changed.store(false, Ordering::SeqCst);
-                }
-                match message {
-                    Err(KafkaError::PartitionEOF(partition)) => {
-                        t.tracker.on_eof(partition, Instant::now());
-                    }
-                    Err(e) => {
-                        // Transient broker trouble is retried by librdkafka; say so and go on.
-                        tracing::warn!(error = %e, "consumer error");
-                    }
-                    Ok(message) => {
-                        let payload = message.payload().map(<[u8]>::to_vec);
-                        t.accept(&consumer, message.partition(), message.offset(), payload.as_deref()).await?;
-                        if t.buffered_rows >= t.config.flush_rows {
+                    if last_check.elapsed() >= check_every
+                        && t.tracker.quiet(Instant::now(), Duration::from_secs(1))
+                    {
+                        last_check = Instant::now();
+                        // "Drained" means in the lake, so `--until-idle` commits what it holds
+                        // first; a long-running transformer keeps its flush triggers.
+                        if t.config.until_idle {
                             t.flush(&consumer).await?;
+                        }
+                        if t.check(&consumer).await? {
+                            break;
+                        }
+                    }
+                }
+                message = consumer.recv() => {
+                    if changed.load(Ordering::SeqCst) {
+                        t.reconcile(&consumer).await?;
+                        changed.store(false, Ordering::SeqCst);
+                    }
+                    match message {
+                        Err(KafkaError::PartitionEOF(partition)) => {
+                            t.tracker.on_eof(partition, Instant::now());
+                        }
+                        Err(e) => {
+                            // Transient broker trouble is retried by librdkafka; say so and go on.
+                            tracing::warn!(error = %e, "consumer error");
+                        }
+                        Ok(message) => {
+                            let payload = message.payload().map(<[u8]>::to_vec);
+                            t.accept(&consumer, message.partition(), message.offset(), payload.as_deref()).await?;
+                            if t.buffered_rows >= t.config.flush_rows {
+                                t.flush(&consumer).await?;
+                            }
                         }
                     }
                 }
             }
         }
+        Ok(())
     }
-    Ok(t.summary)
+    .await;
+    close(consumer).await;
+    outcome.map(|()| t.summary)
+}
+
+/// How long closing the consumer may take before the transformer exits without it.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Leaves the group and closes the consumer, within [`CLOSE_TIMEOUT`]. librdkafka's close
+/// serves the rebalance of leaving the group, and on Tansu that once blocked for good (an
+/// `assign` inside the close whose answer never came, seen with gdb in a transformer that had
+/// drained the topic). The lake already holds everything committed, so a consumer that does
+/// not close in time is left to the process exit instead of hanging it; the group only waits
+/// for its session to time out.
+async fn close(consumer: StreamConsumer<RebalanceContext>) {
+    let (done, closed) = tokio::sync::oneshot::channel();
+    // A thread of its own, not `spawn_blocking`: the runtime waits for blocking tasks when it
+    // shuts down, so a stuck close there would hang the exit all the same.
+    let spawned = std::thread::Builder::new()
+        .name("kafka-close".into())
+        .spawn(move || {
+            consumer.unsubscribe();
+            drop(consumer);
+            let _ = done.send(());
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start a thread to close the Kafka consumer");
+        return;
+    }
+    if tokio::time::timeout(CLOSE_TIMEOUT, closed).await.is_err() {
+        tracing::warn!(
+            "the Kafka consumer did not close within {CLOSE_TIMEOUT:?}; exiting without it \
+             (the lake holds every committed message; the group waits for its session to expire)"
+        );
+    }
 }
 
 /// The partitions assigned to this member, `None` while a rebalance has revoked everything.
@@ -365,6 +402,7 @@ impl Transformer {
                     "partitions owned elsewhere are not advancing: rejoining the group"
                 );
                 consumer.unsubscribe();
+                tracing::debug!("left the group; joining again");
                 consumer
                     .subscribe(&[&topic])
                     .map_err(|source| TransformError::Subscribe {
@@ -520,9 +558,11 @@ impl Transformer {
         consumer: &StreamConsumer<RebalanceContext>,
     ) -> Result<(), TransformError> {
         let Some(assigned) = current_assignment(consumer) else {
+            tracing::info!("rebalance: no partition assigned here");
             self.tracker.assign([], Instant::now());
             return Ok(());
         };
+        tracing::info!(?assigned, "rebalance: partitions assigned here");
         self.tracker
             .assign(assigned.iter().copied(), Instant::now());
         let dropped = self.retain_buffer(|p| assigned.contains(&p.partition));

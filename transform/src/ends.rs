@@ -47,9 +47,11 @@ impl ConsumerContext for HighWatermarks {}
 /// Each partition's high watermark (the offset the next produced message gets), by partition;
 /// empty when the topic does not exist. Blocks for one metadata request and one fetch.
 pub fn partition_ends(brokers: &str, topic: &str) -> Result<BTreeMap<i32, i64>, TransformError> {
+    // No `group.id`: the probe assigns partitions itself and commits nothing, and dropping a
+    // consumer with a group waits, without a bound, for librdkafka to close it, which hung a
+    // transformer for good once on Tansu.
     let consumer: BaseConsumer<HighWatermarks> = ClientConfig::new()
         .set("bootstrap.servers", brokers)
-        .set("group.id", "lkplake-partition-ends")
         .set("enable.auto.commit", "false")
         .set("statistics.interval.ms", "50")
         .set("fetch.wait.max.ms", "10")
