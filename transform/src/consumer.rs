@@ -355,12 +355,12 @@ impl Transformer {
         consumer: &StreamConsumer<RebalanceContext>,
     ) -> Result<bool, TransformError> {
         let topic = self.config.topic.clone();
-        let (brokers, probe_topic) = (self.config.brokers.clone(), topic.clone());
-        let ends = tokio::task::spawn_blocking(move || {
-            crate::ends::partition_ends(&brokers, &probe_topic)
-        })
-        .await
-        .map_err(|e| TransformError::Probe(e.to_string()))??;
+        let ends = crate::ends::partition_ends_within(
+            &self.config.brokers,
+            &topic,
+            Duration::from_secs(30),
+        )
+        .await?;
         if ends.is_empty() {
             return Ok(false);
         }

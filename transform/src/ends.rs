@@ -44,14 +44,38 @@ impl ClientContext for HighWatermarks {
 
 impl ConsumerContext for HighWatermarks {}
 
+/// [`partition_ends`] on a thread of its own, given up after `limit`. Not `spawn_blocking`:
+/// dropping a librdkafka consumer waits without a bound for it to close, and the runtime waits
+/// for its blocking tasks when it shuts down, so a stuck probe there would hang the exit.
+pub async fn partition_ends_within(
+    brokers: &str,
+    topic: &str,
+    limit: Duration,
+) -> Result<BTreeMap<i32, i64>, TransformError> {
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    let (brokers, topic) = (brokers.to_owned(), topic.to_owned());
+    std::thread::Builder::new()
+        .name("partition-ends".into())
+        .spawn(move || {
+            let _ = answer.send(partition_ends(&brokers, &topic));
+        })
+        .map_err(|e| TransformError::Probe(format!("cannot start its thread: {e}")))?;
+    match tokio::time::timeout(limit, answered).await {
+        Ok(Ok(ends)) => ends,
+        Ok(Err(_)) => Err(TransformError::Probe(
+            "its thread ended without an answer".into(),
+        )),
+        Err(_) => Err(TransformError::Probe(format!("no answer within {limit:?}"))),
+    }
+}
+
 /// Each partition's high watermark (the offset the next produced message gets), by partition;
 /// empty when the topic does not exist. Blocks for one metadata request and one fetch.
 pub fn partition_ends(brokers: &str, topic: &str) -> Result<BTreeMap<i32, i64>, TransformError> {
-    // No `group.id`: the probe assigns partitions itself and commits nothing, and dropping a
-    // consumer with a group waits, without a bound, for librdkafka to close it, which hung a
-    // transformer for good once on Tansu.
+    // librdkafka assigns partitions only to a consumer with a group; this one never joins it.
     let consumer: BaseConsumer<HighWatermarks> = ClientConfig::new()
         .set("bootstrap.servers", brokers)
+        .set("group.id", "lkplake-partition-ends")
         .set("enable.auto.commit", "false")
         .set("statistics.interval.ms", "50")
         .set("fetch.wait.max.ms", "10")
