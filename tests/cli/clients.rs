@@ -261,7 +261,7 @@ fn generated_queries_over_the_seed_lake_answer_as_duckdb_does() {
 #[test]
 fn generated_queries_over_a_generated_lake_answer_as_duckdb_does() {
     let reports = crate::common::temp_dir("differential-reports");
-    crate::common::generate(&reports, &["--reports", "100", "--seed", "11"]);
+    crate::common::generate(&reports, &["--reports", "40", "--seed", "11"]);
     let lake = crate::common::temp_dir("differential-lake");
     crate::common::run_into(&lake, &[&reports]);
     differential(&lake, 2, 2500);

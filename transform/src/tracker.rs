@@ -33,8 +33,13 @@ pub struct Limits {
     /// Partitions not assigned here that are short of their end while the lake has not
     /// advanced for this long make this member rejoin its group.
     pub orphan_after: Duration,
-    /// Rewinds over the same first missing offset before its messages count as missing.
+    /// Rewinds over the same first missing offset that go further back each time; later ones
+    /// go to the start of the partition.
     pub max_rewinds: u32,
+    /// The missing offsets count as unreadable only once the rewinds are used up *and* this
+    /// long has passed since the first: a broker or consumer slowed down by a loaded machine
+    /// can stay silent for seconds without having skipped anything.
+    pub give_up_after: Duration,
     /// Rejoins without the lake advancing before the missing messages are an error.
     pub max_rejoins: u32,
     /// Whether missing messages of partitions owned elsewhere are an error (`--until-idle`,
@@ -51,6 +56,7 @@ impl Limits {
             stall_after: Duration::from_secs(3),
             orphan_after: (flush_interval * 4).max(Duration::from_secs(20)),
             max_rewinds: 3,
+            give_up_after: Duration::from_secs(60),
             max_rejoins: 3,
             fail_when_orphaned: until_idle,
         }
@@ -123,7 +129,8 @@ struct Part {
 pub struct Tracker {
     limits: Limits,
     parts: BTreeMap<i32, Part>,
-    rewinds: HashMap<(i32, i64), u32>,
+    /// Rewinds per (partition, first missing offset): how many, and when the first was.
+    rewinds: HashMap<(i32, i64), (u32, Instant)>,
     /// The lake's progress at the last check, and when it last changed.
     lake_seen: Option<BTreeMap<i32, i64>>,
     lake_advanced_at: Instant,
@@ -198,7 +205,7 @@ impl Tracker {
         }
         // Offsets of an idempotent producer's topic are contiguous, so a message past the
         // next one means the broker skipped some. Taking it would record them as read.
-        match self.rewind_to(partition, next) {
+        match self.rewind_to(partition, next, now) {
             Some(to) => Verdict::Rewind(to),
             None => Verdict::Fail(Missing {
                 partition,
@@ -265,7 +272,7 @@ impl Tracker {
             if next >= m.to || now.duration_since(part.active_at) < self.limits.stall_after {
                 continue;
             }
-            match self.rewind_to(m.partition, next) {
+            match self.rewind_to(m.partition, next, now) {
                 Some(to) => {
                     if let Some(p) = self.parts.get_mut(&m.partition) {
                         p.active_at = now;
@@ -305,15 +312,19 @@ impl Tracker {
     }
 
     /// Where to seek `partition` so that the broker returns `next` again, further back on each
-    /// attempt over the same offset (the batch holding it may be long); `None` once the
-    /// attempts are used up.
-    fn rewind_to(&mut self, partition: i32, next: i64) -> Option<Offset> {
-        let attempts = self.rewinds.entry((partition, next)).or_insert(0);
+    /// attempt over the same offset (the batch holding it may be long), then from the start;
+    /// `None` once the attempts are used up and [`Limits::give_up_after`] has passed.
+    fn rewind_to(&mut self, partition: i32, next: i64, now: Instant) -> Option<Offset> {
+        let (attempts, since) = self.rewinds.entry((partition, next)).or_insert((0, now));
         *attempts += 1;
         match *attempts {
             1 => Some(Offset::Offset((next - 64).max(0))),
             2 => Some(Offset::Offset((next - 4096).max(0))),
-            n if n <= self.limits.max_rewinds => Some(Offset::Beginning),
+            n if n <= self.limits.max_rewinds
+                || now.duration_since(*since) < self.limits.give_up_after =>
+            {
+                Some(Offset::Beginning)
+            }
             _ => None,
         }
     }
@@ -327,6 +338,7 @@ mod tests {
         stall_after: Duration::from_secs(3),
         orphan_after: Duration::from_secs(20),
         max_rewinds: 3,
+        give_up_after: Duration::from_secs(10),
         max_rejoins: 2,
         fail_when_orphaned: true,
     };
@@ -377,8 +389,13 @@ mod tests {
             t.on_message(2, 5040, t0),
             Verdict::Rewind(Offset::Beginning)
         );
+        // Used up, but a slow broker gets its time: from the start again until the bound.
         assert_eq!(
-            t.on_message(2, 5040, t0),
+            t.on_message(2, 5040, secs(t0, 9)),
+            Verdict::Rewind(Offset::Beginning)
+        );
+        assert_eq!(
+            t.on_message(2, 5040, secs(t0, 10)),
             Verdict::Fail(Missing {
                 partition: 2,
                 from: 5000,
@@ -454,8 +471,13 @@ mod tests {
             t.check(&ends, &lake, secs(t0, 9)),
             Check::Rewind(vec![(0, Offset::Beginning)])
         );
+        // The first rewind was at 3 s: until 13 s the partition is rewound again, not given up.
         assert_eq!(
             t.check(&ends, &lake, secs(t0, 12)),
+            Check::Rewind(vec![(0, Offset::Beginning)])
+        );
+        assert_eq!(
+            t.check(&ends, &lake, secs(t0, 15)),
             Check::Fail(vec![Missing {
                 partition: 0,
                 from: 190,
