@@ -168,7 +168,7 @@ impl ScalarUDFImpl for JsonBuildObject {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        if args.args.len() % 2 != 0 {
+        if !args.args.len().is_multiple_of(2) {
             return exec_err!("json_build_object takes keys and values in pairs");
         }
         let rows = args.number_rows;
