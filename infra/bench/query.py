@@ -18,16 +18,22 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 RUNS = int(os.environ.get("LKPLAKE_BENCH_RUNS", "10"))
 
 
-def live_files(table_dir):
+def live_adds(table_dir):
+    """The live files of a Delta table, replayed from its JSON commits: {log path: partition values}."""
     live = {}
     for f in sorted(glob.glob(os.path.join(table_dir, "_delta_log", "*.json"))):
         with open(f) as log:
             for line in log:
                 action = json.loads(line)
                 if "add" in action:
-                    live[action["add"]["path"]] = True
+                    live[action["add"]["path"]] = action["add"]["partitionValues"]
                 elif "remove" in action:
                     live.pop(action["remove"]["path"], None)
+    return live
+
+
+def live_files(table_dir):
+    live = live_adds(table_dir)
     return [os.path.join(table_dir, urllib.parse.unquote(p)) for p in live]
 
 

@@ -28,6 +28,8 @@ import duckdb
 import psycopg
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "infra", "bench"))
+from query import live_adds  # noqa: E402  (the Delta log replay the DuckDB benchmark uses)
 
 STR, NUM, INT, TS, BOOL = "str", "num", "int", "ts", "bool"
 COLUMNS = {
@@ -73,25 +75,12 @@ JOINS = [
 ]
 
 
-def live_files(table_dir):
-    live = {}
-    for f in sorted(glob.glob(os.path.join(table_dir, "_delta_log", "*.json"))):
-        with open(f) as log:
-            for line in log:
-                action = json.loads(line)
-                if "add" in action:
-                    live[action["add"]["path"]] = action["add"]["partitionValues"]
-                elif "remove" in action:
-                    live.pop(action["remove"]["path"], None)
-    return live
-
-
 def duckdb_lake(lake):
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     for table in ["metrics", "reports"]:
         table_dir = os.path.join(lake, table)
-        files = live_files(table_dir)
+        files = live_adds(table_dir)
         if any(os.path.exists(p) for p in glob.glob(os.path.join(table_dir, "_delta_log", "*.checkpoint.parquet"))):
             raise SystemExit(f"{table_dir} has a checkpoint: replaying JSON commits only is not enough")
         con.execute(f"CREATE TABLE {table}_files (filename VARCHAR, testcase VARCHAR, machine VARCHAR)")
