@@ -3,8 +3,9 @@
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use lkplake_query::exporter::history::{self, HistoryConfig};
+use lkplake_lake::LakeUrl;
 use lkplake_query::{Engine, EngineConfig};
+use lkplake_serve::exporter::history::{self, HistoryConfig};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -23,9 +24,9 @@ pub enum ExportFormat {
 
 #[derive(Debug, Args)]
 pub struct OpenMetricsArgs {
-    /// Root directory of the lake.
+    /// Where the lake is: a directory or a file:// URL.
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: PathBuf,
+    pub lake: LakeUrl,
     /// Only reports dated at or after this, e.g. 2024-01-01.
     #[arg(long)]
     pub since: Option<String>,

@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::Args;
-use lkplake_ingest::synth::{SynthConfig, generate, write_all};
+use lkplake_synth::{SynthConfig, generate, write_all};
 use std::io::Write;
 use std::path::PathBuf;
 

@@ -1,4 +1,6 @@
-//! The `lkplake` binary: thin command-line wiring of the library crates.
+//! The `lkplake` binary: the command line over the library crates. Each subcommand module
+//! turns flags into a crate's config and prints its summary; this file owns the runtime, the
+//! shutdown, and what each failure means as an exit status.
 
 mod export;
 mod generate;
@@ -10,6 +12,7 @@ mod trend;
 mod units;
 
 use clap::{Parser, Subcommand};
+use lkplake_shutdown::Shutdown;
 use std::process::ExitCode;
 
 /// lkplake turns the kernel test robot's performance reports into a data lake.
@@ -55,26 +58,136 @@ fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
         if clean {
             ExitCode::SUCCESS
         } else {
-            ExitCode::FAILURE
+            ExitCode::from(Status::Partial as u8)
         }
     };
+    let shutdown = Shutdown::new();
     runtime.block_on(async {
         match command {
-            Command::Ingest(args) => pipeline::run_ingest(&args).await.map(ok),
-            Command::Transform(args) => pipeline::run_transform(&args)
+            Command::Ingest(args) => pipeline::run_ingest(&args, &shutdown).await.map(ok),
+            Command::Transform(args) => pipeline::run_transform(&args, &shutdown)
                 .await
                 .map(|()| ExitCode::SUCCESS),
-            Command::Run(args) => pipeline::run_all(&args).await.map(ok),
+            Command::Run(args) => pipeline::run_all(&args, &shutdown).await.map(ok),
             Command::Compact(args) => pipeline::run_compact(&args)
                 .await
                 .map(|()| ExitCode::SUCCESS),
             Command::Sql(args) => sql::run(&args).await.map(ok),
-            Command::Serve(args) => serve::run(&args).await.map(|()| ExitCode::SUCCESS),
+            Command::Serve(args) => serve::run(&args, &shutdown)
+                .await
+                .map(|()| ExitCode::SUCCESS),
             Command::Trend(args) => trend::run(&args).await.map(|()| ExitCode::SUCCESS),
             Command::Export(args) => export::run(&args).await.map(|()| ExitCode::SUCCESS),
             Command::Parse(_) | Command::Dlq(_) | Command::Gen(_) => Ok(ExitCode::SUCCESS),
         }
     })
+}
+
+/// What an exit status means; the README's "Exit statuses" lists the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    /// Some inputs could not be read or parsed, a statement failed, or a stop came before the
+    /// end of the input; everything else was done.
+    Partial = 1,
+    /// The command line or a file it names is wrong (clap uses 2 for its own errors too).
+    Usage = 2,
+    /// No Kafka broker answers, or the broker failed the request.
+    Broker = 3,
+    /// The lake cannot be opened, read or written.
+    Lake = 4,
+    /// Anything else that stopped the command.
+    Failed = 5,
+}
+
+/// A mistake in what the user asked for.
+#[derive(Debug)]
+struct UsageError(std::borrow::Cow<'static, str>);
+
+impl UsageError {
+    fn owned(text: String) -> Self {
+        Self(std::borrow::Cow::Owned(text))
+    }
+}
+
+impl From<&'static str> for UsageError {
+    fn from(text: &'static str) -> Self {
+        Self(std::borrow::Cow::Borrowed(text))
+    }
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn status(error: &anyhow::Error) -> Status {
+    use lkplake_ingest::kafka::KafkaIngestError as Ingest;
+    use lkplake_lake::LakeError;
+    use lkplake_query::QueryError;
+    use lkplake_serve::ServeError;
+    use lkplake_transform::TransformError;
+    use lkplake_trend::TrendError;
+
+    fn query(e: &QueryError) -> Status {
+        match e {
+            QueryError::Lake(_) => Status::Lake,
+            QueryError::InvalidRegex { .. } => Status::Usage,
+            _ => Status::Failed,
+        }
+    }
+    for cause in error.chain() {
+        if cause.is::<UsageError>() {
+            return Status::Usage;
+        }
+        if cause.is::<LakeError>() {
+            return Status::Lake;
+        }
+        if cause.is::<lkplake_kafka::BrokerError>() {
+            return Status::Broker;
+        }
+        if let Some(e) = cause.downcast_ref::<Ingest>() {
+            return match e {
+                Ingest::Source(_) => Status::Partial,
+                Ingest::ParserFailed { .. } => Status::Failed,
+                _ => Status::Broker,
+            };
+        }
+        if let Some(e) = cause.downcast_ref::<TransformError>() {
+            return match e {
+                TransformError::Broker(_)
+                | TransformError::Client { .. }
+                | TransformError::Subscribe { .. } => Status::Broker,
+                TransformError::Lake(_) => Status::Lake,
+                _ => Status::Failed,
+            };
+        }
+        if let Some(e) = cause.downcast_ref::<QueryError>() {
+            return query(e);
+        }
+        if let Some(e) = cause.downcast_ref::<ServeError>() {
+            return match e {
+                ServeError::Lake(_) => Status::Lake,
+                ServeError::Query(e) => query(e),
+                ServeError::Broker(_) => Status::Broker,
+                ServeError::NeedsPassword { .. } => Status::Usage,
+                _ => Status::Failed,
+            };
+        }
+        if let Some(e) = cause.downcast_ref::<TrendError>() {
+            return match e {
+                TrendError::Lake(_) => Status::Lake,
+                TrendError::Query(e) => query(e),
+                _ => Status::Failed,
+            };
+        }
+        if cause.is::<lkplake_ingest::SourceError>() {
+            return Status::Partial;
+        }
+    }
+    Status::Failed
 }
 
 fn main() -> ExitCode {
@@ -96,7 +209,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("lkplake: {}", describe(&e));
-            ExitCode::from(2)
+            ExitCode::from(status(&e) as u8)
         }
     }
 }

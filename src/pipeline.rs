@@ -1,14 +1,19 @@
 //! `lkplake ingest`, `transform`, `run`, `dlq` and `compact`: wiring of the ingest and
 //! transform crates, the embedded broker, signals and progress output.
 
+use crate::UsageError;
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use lkplake_ingest::kafka::{
     DLQ_TOPIC, IngestSummary, KafkaTarget, REPORTS_TOPIC, ingest, read_dead_letters,
 };
-use lkplake_transform::consumer::{TransformConfig, TransformSummary, run as transform};
-use lkplake_transform::lake::{Lake, session};
+use lkplake_ingest::source::Inputs;
+use lkplake_lake::{Lake, LakeUrl};
+use lkplake_query::{Engine, EngineConfig};
+use lkplake_schemas::metric::DirectionTable;
+use lkplake_shutdown::Shutdown;
+use lkplake_transform::{TransformConfig, TransformSummary, run as transform};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -26,10 +31,10 @@ pub struct KafkaArgs {
 }
 
 impl KafkaArgs {
-    fn brokers(&self) -> anyhow::Result<&str> {
-        self.brokers
-            .as_deref()
-            .context("no broker given: pass --brokers HOST:PORT or set LKPLAKE_BROKERS (`lkplake run` starts an embedded one)")
+    fn brokers(&self) -> Result<&str, UsageError> {
+        self.brokers.as_deref().ok_or(UsageError::from(
+            "no broker given: pass --brokers HOST:PORT or set LKPLAKE_BROKERS (`lkplake run` starts an embedded one)",
+        ))
     }
 }
 
@@ -49,9 +54,9 @@ pub struct IngestArgs {
 pub struct TransformArgs {
     #[command(flatten)]
     pub kafka: KafkaArgs,
-    /// Root directory of the lake (Delta tables `metrics` and `reports`).
+    /// Where the lake is: a directory or a file:// URL.
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: PathBuf,
+    pub lake: LakeUrl,
     /// Consumer group; transformers in one group share the partitions.
     #[arg(long, env = "LKPLAKE_GROUP", default_value = "lkplake-transform")]
     pub group: String,
@@ -68,16 +73,35 @@ pub struct TransformArgs {
     /// a restarted instance takes its partitions back at once.
     #[arg(long, env = "LKPLAKE_INSTANCE_ID")]
     pub instance_id: Option<String>,
+    /// Which way is better for metrics the built-in tables get wrong or do not know: lines of
+    /// `PATTERN higher|lower`, the pattern a regex over whole metric names (`#` comments).
+    #[arg(long, env = "LKPLAKE_DIRECTIONS")]
+    pub directions: Option<PathBuf>,
+}
+
+/// The built-in directions with the overrides of `file`, if any.
+fn directions(file: Option<&PathBuf>) -> anyhow::Result<DirectionTable> {
+    let Some(file) = file else {
+        return Ok(DirectionTable::default());
+    };
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("reading the directions file {}", file.display()))?;
+    DirectionTable::default()
+        .with_overrides_text(&text)
+        .map_err(|e| UsageError::owned(format!("directions file {}: {e}", file.display())).into())
 }
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Root directory of the lake.
+    /// Where the lake is: a directory or a file:// URL.
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: PathBuf,
+    pub lake: LakeUrl,
     /// Use these brokers instead of the embedded in-process cluster.
     #[arg(long, env = "LKPLAKE_BROKERS")]
     pub brokers: Option<String>,
+    /// Metric directions file, as for `transform`.
+    #[arg(long, env = "LKPLAKE_DIRECTIONS")]
+    pub directions: Option<PathBuf>,
     /// Report sources, as for `ingest`.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -91,9 +115,9 @@ pub struct DlqArgs {
 
 #[derive(Debug, Args)]
 pub struct CompactArgs {
-    /// Root directory of the lake.
+    /// Where the lake is: a directory or a file:// URL.
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: PathBuf,
+    pub lake: LakeUrl,
     /// Rewrite every `metrics` partition sorted, also those already in one file (a lake
     /// compacted before compaction sorted).
     #[arg(long)]
@@ -112,22 +136,26 @@ fn progress_bar(total: u64) -> ProgressBar {
     bar
 }
 
-fn input_bytes(paths: &[PathBuf]) -> u64 {
-    lkplake_ingest::source::expand_paths(paths)
-        .map(|files| {
-            files
-                .iter()
-                .filter_map(|f| std::fs::metadata(f).ok())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
+/// Walks and sizes the inputs once, off the async runtime.
+async fn inputs(paths: &[PathBuf]) -> anyhow::Result<Inputs> {
+    let paths = paths.to_vec();
+    Ok(tokio::task::spawn_blocking(move || lkplake_ingest::source::inputs(&paths)).await??)
 }
 
-async fn ingest_into(target: &KafkaTarget, paths: &[PathBuf]) -> anyhow::Result<IngestSummary> {
-    let bar = progress_bar(input_bytes(paths));
+async fn ingest_into(
+    target: &KafkaTarget,
+    inputs: Inputs,
+    shutdown: &Shutdown,
+) -> anyhow::Result<IngestSummary> {
+    let bar = progress_bar(inputs.bytes);
     let progress = bar.clone();
-    let summary = ingest(paths, target, move |bytes| progress.set_position(bytes)).await?;
+    let summary = ingest(
+        inputs,
+        target,
+        move |bytes| progress.set_position(bytes),
+        shutdown.token(),
+    )
+    .await?;
     bar.finish_and_clear();
     eprintln!(
         "lkplake ingest: {} inputs, {} messages: {} reports ({} quoted copies), {} not reports skipped, {} dead-lettered{}",
@@ -143,40 +171,29 @@ async fn ingest_into(target: &KafkaTarget, paths: &[PathBuf]) -> anyhow::Result<
             String::new()
         },
     );
+    if let Some(stopped) = &summary.stopped {
+        eprintln!(
+            "lkplake ingest: stopped before the end: {} from message {} on and {} more inputs were not read; \
+             everything read before was delivered (run again: copies already in the lake are skipped)",
+            stopped.path, stopped.next_message, stopped.inputs_not_read
+        );
+    }
     Ok(summary)
 }
 
-pub async fn run_ingest(args: &IngestArgs) -> anyhow::Result<bool> {
+/// Whether everything the user gave was ingested.
+fn complete(summary: &IngestSummary) -> bool {
+    summary.unreadable == 0 && summary.stopped.is_none()
+}
+
+pub async fn run_ingest(args: &IngestArgs, shutdown: &Shutdown) -> anyhow::Result<bool> {
     let mut target = KafkaTarget::new(args.kafka.brokers()?);
     target.reports_topic = args.kafka.topic.clone();
     target.dlq_topic = args.kafka.dlq_topic.clone();
     target.partitions = args.partitions;
-    let summary = ingest_into(&target, &args.paths).await?;
-    Ok(summary.unreadable == 0)
-}
-
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
+    shutdown.on_signals("ingest");
+    let summary = ingest_into(&target, inputs(&args.paths).await?, shutdown).await?;
+    Ok(complete(&summary))
 }
 
 fn print_transform(summary: &TransformSummary) {
@@ -193,15 +210,17 @@ fn print_transform(summary: &TransformSummary) {
     );
 }
 
-pub async fn run_transform(args: &TransformArgs) -> anyhow::Result<()> {
-    let mut config = TransformConfig::new(args.kafka.brokers()?, &args.lake);
+pub async fn run_transform(args: &TransformArgs, shutdown: &Shutdown) -> anyhow::Result<()> {
+    let mut config = TransformConfig::new(args.kafka.brokers()?, args.lake.clone());
+    config.directions = directions(args.directions.as_ref())?;
     config.topic = args.kafka.topic.clone();
     config.group = args.group.clone();
     config.flush_rows = args.flush_rows;
     config.flush_interval = Duration::from_millis(args.flush_ms);
     config.until_idle = args.until_idle;
     config.instance_id = args.instance_id.clone();
-    let summary = transform(config, shutdown_signal()).await?;
+    shutdown.on_signals("transform");
+    let summary = transform(config, shutdown.cancelled()).await?;
     print_transform(&summary);
     Ok(())
 }
@@ -210,12 +229,15 @@ pub async fn run_transform(args: &TransformArgs) -> anyhow::Result<()> {
 /// per partition and silently drops older record batches beyond that, before the transformer
 /// reads them; a report's JSON is about 1.4 times its mail. One partition per 2 MB of input
 /// keeps large uncompressed inputs whole; what still overflows is caught after the transform.
-fn embedded_partitions(paths: &[PathBuf]) -> i32 {
-    let partitions = input_bytes(paths).div_ceil(2 << 20).clamp(6, 128);
+fn embedded_partitions(inputs: &Inputs) -> i32 {
+    let partitions = inputs.bytes.div_ceil(2 << 20).clamp(6, 128);
     i32::try_from(partitions).unwrap_or(128)
 }
 
-pub async fn run_all(args: &RunArgs) -> anyhow::Result<bool> {
+pub async fn run_all(args: &RunArgs, shutdown: &Shutdown) -> anyhow::Result<bool> {
+    // A lake that cannot be written fails the run before anything is read.
+    drop(Lake::open(&args.lake).await?);
+    let inputs = inputs(&args.paths).await?;
     // The embedded default: librdkafka's in-process mock cluster. It must outlive every
     // client, so it lives on this stack frame until the end. Its broker has no CreateTopics,
     // so the topics are made on the cluster directly.
@@ -236,7 +258,7 @@ pub async fn run_all(args: &RunArgs) -> anyhow::Result<bool> {
             target.reports_topic = format!("{REPORTS_TOPIC}.run-{run_id}");
             target.dlq_topic = format!("{DLQ_TOPIC}.run-{run_id}");
             target.create_topics = false;
-            mock.create_topic(&target.reports_topic, embedded_partitions(&args.paths), 1)
+            mock.create_topic(&target.reports_topic, embedded_partitions(&inputs), 1)
                 .context("creating the report topic")?;
             mock.create_topic(&target.dlq_topic, 1, 1)
                 .context("creating the dead-letter topic")?;
@@ -247,11 +269,13 @@ pub async fn run_all(args: &RunArgs) -> anyhow::Result<bool> {
             target
         }
     };
-    let ingested = ingest_into(&target, &args.paths).await?;
-    let mut config = TransformConfig::new(&target.brokers, &args.lake);
+    shutdown.on_signals("run");
+    let ingested = ingest_into(&target, inputs, shutdown).await?;
+    let mut config = TransformConfig::new(&target.brokers, args.lake.clone());
+    config.directions = directions(args.directions.as_ref())?;
     config.topic = target.reports_topic.clone();
     config.until_idle = true;
-    let summary = transform(config, shutdown_signal()).await?;
+    let summary = transform(config, shutdown.cancelled()).await?;
     print_transform(&summary);
     if args.brokers.is_none() && summary.messages < ingested.reports {
         // librdkafka's mock cluster keeps about 5 MB per partition and drops the oldest
@@ -265,17 +289,16 @@ pub async fn run_all(args: &RunArgs) -> anyhow::Result<bool> {
         );
     }
 
-    let lake = Lake::open(&args.lake).await?;
-    let ctx = session(&lake).await?;
+    let engine = Engine::open(&args.lake, &EngineConfig::default()).await?;
     let sql = "SELECT testcase, machine, count(DISTINCT report_key) AS reports, count(*) AS observations \
                FROM metrics GROUP BY testcase, machine ORDER BY testcase, machine";
-    let batches = ctx.sql(sql).await?.collect().await?;
+    let batches = engine.sql(sql).await?.collect().await?;
     println!("{sql}");
     println!(
         "{}",
-        deltalake::arrow::util::pretty::pretty_format_batches(&batches)?
+        datafusion::arrow::util::pretty::pretty_format_batches(&batches)?
     );
-    Ok(ingested.unreadable == 0)
+    Ok(complete(&ingested))
 }
 
 pub fn run_dlq(args: &DlqArgs) -> anyhow::Result<()> {

@@ -1,21 +1,21 @@
 //! `lkplake serve`: the lake over the Postgres wire protocol, following new commits.
 
 use clap::Args;
-use lkplake_query::exporter::{Exporter, ExporterConfig, Family, http};
-use lkplake_query::pg::{self, ServeConfig};
-use lkplake_query::{Engine, EngineConfig};
-use lkplake_transform::health::{PipelineHealth, PipelineProbe};
-use lkplake_transform::lake::Lake;
+use lkplake_lake::LakeUrl;
+use lkplake_query::EngineConfig;
+use lkplake_serve::ServerConfig;
+use lkplake_serve::exporter::ExporterConfig;
+use lkplake_serve::pg::ServeConfig;
+use lkplake_serve::pipeline::PipelineTopics;
+use lkplake_shutdown::{Drained, Shutdown};
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Root directory of the lake.
+    /// Where the lake is: a directory or a file:// URL.
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: PathBuf,
+    pub lake: LakeUrl,
     /// Address of the Postgres wire protocol listener.
     #[arg(long, env = "LKPLAKE_PG", default_value = "127.0.0.1:5433")]
     pub pg: SocketAddr,
@@ -55,167 +55,55 @@ pub struct ServeArgs {
     /// the lake is behind each partition) read from these Kafka brokers.
     #[command(flatten)]
     pub kafka: crate::pipeline::KafkaArgs,
+    /// Threads that execute queries (default: one per core), apart from those that accept
+    /// connections and answer scrapes.
+    #[arg(long, env = "LKPLAKE_QUERY_THREADS")]
+    pub query_threads: Option<usize>,
+    /// After SIGINT/SIGTERM, how long statements in flight may run on before the server exits.
+    #[arg(long, env = "LKPLAKE_GRACE", default_value = "30s", value_parser = crate::units::duration)]
+    pub grace: Duration,
     /// How often to look for new commits in the lake.
     #[arg(long, env = "LKPLAKE_REFRESH", default_value = "2s", value_parser = crate::units::duration)]
     pub refresh: Duration,
 }
 
-pub async fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    let config = ServeConfig {
-        listen: args.pg,
-        user: args.user.clone(),
-        password: args.password.clone(),
-        statement_timeout: args.statement_timeout,
-        max_connections: args.max_connections,
-        max_running: args
-            .max_running
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+pub async fn run(args: &ServeArgs, shutdown: &Shutdown) -> anyhow::Result<()> {
+    let config = ServerConfig {
+        lake: args.lake.clone(),
+        pg: ServeConfig {
+            listen: args.pg,
+            user: args.user.clone(),
+            password: args.password.clone(),
+            statement_timeout: args.statement_timeout,
+            max_connections: args.max_connections,
+            max_running: args
+                .max_running
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+        },
+        engine: EngineConfig {
+            memory_limit: Some(args.memory_limit),
+            target_partitions: None,
+            query_threads: args.query_threads,
+        },
+        http: args.http,
+        exporter: ExporterConfig {
+            metric: args.export_metric.clone(),
+            max_series: args.export_max_series,
+        },
+        pipeline: match (&args.http, &args.kafka.brokers) {
+            (Some(_), Some(brokers)) => Some(PipelineTopics {
+                brokers: brokers.clone(),
+                topic: args.kafka.topic.clone(),
+                dlq_topic: args.kafka.dlq_topic.clone(),
+            }),
+            _ => None,
+        },
+        refresh: args.refresh,
+        grace: args.grace,
     };
-    config.validate()?;
-    let engine = Arc::new(
-        Engine::open(
-            &args.lake,
-            &EngineConfig {
-                memory_limit: Some(args.memory_limit),
-                target_partitions: None,
-            },
-        )
-        .await?,
-    );
-    pg::prepare(&engine)?;
-    let exporter = match args.http {
-        Some(listen) => {
-            let exporter = Arc::new(Exporter::new(
-                Arc::clone(&engine),
-                ExporterConfig {
-                    metric: args.export_metric.clone(),
-                    max_series: args.export_max_series,
-                },
-            )?);
-            exporter.refresh().await?;
-            Some((exporter, http::bind(listen).await?, listen))
-        }
-        None => None,
-    };
-    let _follow = engine.follow(args.refresh);
-    let auth = if config.password.is_some() {
-        format!("user {}, password required", config.user)
-    } else {
-        "no password: loopback only".to_owned()
-    };
-    eprintln!(
-        "lkplake serve: Postgres wire protocol on {} ({auth}), lake {}",
-        config.listen,
-        args.lake.display()
-    );
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let signal = tokio::spawn(async move {
-        shutdown().await;
-        let _ = stop.send(true);
-    });
-    let stopping = || {
-        let mut stopped = stopped.clone();
-        async move {
-            let _ = stopped.wait_for(|s| *s).await;
-        }
-    };
-    let metrics = match exporter {
-        Some((exporter, listener, listen)) => {
-            eprintln!("lkplake serve: Prometheus metrics on http://{listen}/metrics");
-            let _follow = exporter.follow(args.refresh);
-            if let Some(brokers) = &args.kafka.brokers {
-                let lake = Lake::open(&args.lake).await?;
-                let probe =
-                    PipelineProbe::new(brokers, &args.kafka.topic, &args.kafka.dlq_topic, lake)?;
-                watch_pipeline(&exporter, probe, args.refresh);
-            }
-            Some(tokio::spawn(http::serve(exporter, listener, stopping())))
-        }
-        None => None,
-    };
-    pg::serve(engine, &config, stopping()).await?;
-    if let Some(metrics) = metrics {
-        metrics.await??;
+    shutdown.on_signals("serve");
+    if let Drained::Abandoned(left) = lkplake_serve::run(config, shutdown).await? {
+        eprintln!("lkplake serve: {left} tasks were still running at the end of the grace period");
     }
-    signal.abort();
-    eprintln!("lkplake serve: stopped");
     Ok(())
-}
-
-/// Reads the pipeline's health every `every` into the exporter's pipeline families; while
-/// Kafka cannot be reached, `lkp_pipeline_up` is 0 and the other pipeline families are absent.
-fn watch_pipeline(exporter: &Arc<Exporter>, mut probe: PipelineProbe, every: Duration) {
-    let exporter = Arc::downgrade(exporter);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let health = probe.read().await;
-            let Some(exporter) = exporter.upgrade() else {
-                return;
-            };
-            exporter.set_pipeline(match health {
-                Ok(health) => pipeline_families(&health),
-                Err(e) => {
-                    tracing::warn!("exporter: reading the pipeline's health failed: {e}");
-                    vec![up(0.0)]
-                }
-            });
-        }
-    });
-}
-
-fn up(value: f64) -> Family {
-    Family::gauge(
-        "lkp_pipeline_up",
-        "1 when Kafka and the lake's progress could be read at the last refresh.",
-    )
-    .with(vec![], value)
-}
-
-fn pipeline_families(health: &PipelineHealth) -> Vec<Family> {
-    let mut produced = Family::counter(
-        "lkp_ingest_messages",
-        "Messages producers wrote to the topic: parsed reports, or dead letters.",
-    )
-    .with(
-        vec![("topic", health.topic.clone())],
-        health.produced() as f64,
-    );
-    if let Some(dead) = health.dead_letters {
-        produced = produced.with(vec![("topic", health.dlq_topic.clone())], dead as f64);
-    }
-    let mut next = Family::gauge(
-        "lkp_transform_next_offset",
-        "First offset of each reports partition not yet in the lake.",
-    );
-    let mut lag = Family::gauge(
-        "lkp_transform_lag_messages",
-        "Messages of each reports partition produced but not yet in the lake.",
-    );
-    for p in &health.partitions {
-        let labels = vec![
-            ("topic", health.topic.clone()),
-            ("partition", p.partition.to_string()),
-        ];
-        next = next.with(labels.clone(), p.next_in_lake as f64);
-        lag = lag.with(labels, p.lag() as f64);
-    }
-    vec![up(1.0), produced, next, lag]
-}
-
-async fn shutdown() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {},
-        () = terminate => {},
-    }
 }

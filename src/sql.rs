@@ -5,6 +5,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use datafusion::sql::parser::DFParser;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use lkplake_lake::LakeUrl;
 use lkplake_query::format::{self, Format};
 use lkplake_query::{Engine, EngineConfig};
 use rustyline::error::ReadlineError;
@@ -30,9 +31,9 @@ impl From<OutputFormat> for Format {
 
 #[derive(Debug, Args)]
 pub struct SqlArgs {
-    /// Root directory of the lake.
+    /// Where the lake is: a directory or a file:// URL.
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: PathBuf,
+    pub lake: LakeUrl,
     /// How to print results.
     #[arg(long, env = "LKPLAKE_FORMAT", value_enum, default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
@@ -48,6 +49,7 @@ pub async fn run(args: &SqlArgs) -> anyhow::Result<bool> {
     let config = EngineConfig {
         memory_limit: args.memory_limit,
         target_partitions: None,
+        query_threads: None,
     };
     let engine = Engine::open(&args.lake, &config).await?;
     match &args.sql {

@@ -4,18 +4,19 @@ use clap::Args;
 use datafusion::arrow::array::{Float64Array, RecordBatch, StringArray, UInt32Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use indicatif::{ProgressBar, ProgressStyle};
+use lkplake_lake::LakeUrl;
 use lkplake_query::format;
-use lkplake_query::trend::{self, Change, TrendConfig, detect};
 use lkplake_query::{Engine, EngineConfig};
+use lkplake_trend::{self as trend, Change, TrendConfig, detect};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub struct TrendArgs {
-    /// Root directory of the lake.
+    /// Where the lake is: a directory or a file:// URL.
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: PathBuf,
+    pub lake: LakeUrl,
     /// Only this testcase.
     #[arg(long)]
     pub testcase: Option<String>,

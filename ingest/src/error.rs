@@ -17,8 +17,6 @@ pub enum ParseError {
     MissingTestIdentity,
     #[error("table has no `commit:` list naming its columns")]
     MissingCommits,
-    #[error("table names {columns} commit columns but its `commit:` list has {commits} entries")]
-    ColumnMismatch { columns: usize, commits: usize },
     #[error("comparison table has no data rows (truncated report?)")]
     EmptyTable,
     #[error("binary data, not a mail or a report (is this the right file?)")]
@@ -29,16 +27,10 @@ pub enum ParseError {
         "report announces details (`Details are as below`) but the comparison table is missing (truncated report?)"
     )]
     Truncated,
-}
-
-/// A message that could not be parsed, with where it came from.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}, message {index}: {reason}")]
-pub struct MessageError {
-    pub path: String,
-    pub index: u64,
-    #[source]
-    pub reason: ParseError,
+    #[error(
+        "the parser panicked on this message ({reason}); please report it with the message attached (`lkplake dlq`)"
+    )]
+    Panicked { reason: String },
 }
 
 /// Why an input could not be read at all.

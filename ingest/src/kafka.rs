@@ -3,7 +3,7 @@
 
 use crate::error::SourceError;
 use crate::parser::{Parsed, parse_message};
-use crate::source::{expand_paths, open};
+use crate::source::{Inputs, open};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use lkplake_schemas::{Report, Source};
@@ -16,8 +16,9 @@ use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
-use std::path::PathBuf;
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Parsed reports, one JSON message each, keyed by report key.
 pub const REPORTS_TOPIC: &str = "lkp.reports";
@@ -51,6 +52,12 @@ pub enum KafkaIngestError {
     },
     #[error("reading {topic}: {source}")]
     Consume { topic: String, source: KafkaError },
+    #[error(transparent)]
+    Broker(#[from] lkplake_kafka::BrokerError),
+    #[error(
+        "the parser thread failed while reading {input}: {reason}; what it read before is delivered, the rest of the input is not"
+    )]
+    ParserFailed { input: String, reason: String },
     #[error(transparent)]
     Source(#[from] SourceError),
 }
@@ -148,6 +155,18 @@ pub struct IngestSummary {
     pub dead_lettered: u64,
     /// Inputs that could not be read at all (missing file, broken gzip), reported on stderr.
     pub unreadable: u64,
+    /// Where reading stopped when a stop was asked for before the end of the input.
+    pub stopped: Option<Stopped>,
+}
+
+/// Where an ingest stopped early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    /// The input being read, and the index of its first message not read.
+    pub path: String,
+    pub next_message: u64,
+    /// Inputs after it, not read at all.
+    pub inputs_not_read: u64,
 }
 
 /// What the parser thread hands to the producer.
@@ -166,28 +185,50 @@ enum Item {
     },
     NotAReport,
     Unreadable(SourceError),
+    /// The parser starts reading an input.
+    Begin(String),
     Input {
         bytes: u64,
         messages: u64,
     },
+    Stopped(Stopped),
 }
 
-/// Reads, parses and produces everything under `paths`. Parsing runs on its own thread (it is
-/// CPU work) and feeds the producer through a bounded channel. `progress` is called with the
-/// input bytes read so far.
+/// A panic's message, for a dead letter or an error.
+fn panic_reason(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
+/// Reads, parses and produces every input file. Parsing runs on its own thread (it is CPU
+/// work) and feeds the producer through a bounded channel. `progress` is called with the input
+/// bytes read so far. Once `stop` is cancelled no further message is read; what was read is
+/// delivered, and the summary says where reading stopped.
 pub async fn ingest(
-    paths: &[PathBuf],
+    inputs: Inputs,
     target: &KafkaTarget,
     progress: impl Fn(u64) + Send,
+    stop: CancellationToken,
 ) -> Result<IngestSummary, KafkaIngestError> {
+    // librdkafka would wait for an unreachable broker for ever; say so within seconds.
+    lkplake_kafka::reachable(&target.brokers).await?;
     if target.create_topics {
         ensure_topics(target).await?;
     }
     let producer = producer(&target.brokers)?;
-    let files = expand_paths(paths)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(1024);
     let parser = std::thread::spawn(move || {
-        for path in files {
+        let total = inputs.files.len() as u64;
+        for (n, path) in inputs.files.into_iter().enumerate() {
+            if tx
+                .blocking_send(Item::Begin(path.display().to_string()))
+                .is_err()
+            {
+                return;
+            }
             let file = match open(&path) {
                 Ok(file) => file,
                 Err(e) => {
@@ -199,12 +240,30 @@ pub async fn ingest(
             };
             let mut messages = 0;
             for message in file.messages() {
+                if stop.is_cancelled() {
+                    let _ = tx.blocking_send(Item::Stopped(Stopped {
+                        path: file.path.clone(),
+                        next_message: message.index,
+                        inputs_not_read: total - n as u64 - 1,
+                    }));
+                    return;
+                }
                 messages += 1;
                 let source = Source {
                     path: file.path.clone(),
                     index: message.index,
                 };
-                let item = match parse_message(&message.bytes, &source) {
+                // A parser bug on one message must cost that message, kept as a dead letter,
+                // not the rest of the input.
+                let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    parse_message(&message.bytes, &source)
+                }))
+                .unwrap_or_else(|panic| {
+                    Err(crate::ParseError::Panicked {
+                        reason: panic_reason(panic.as_ref()),
+                    })
+                });
+                let item = match parsed {
                     Ok(Parsed::Reports(reports)) => {
                         let mut sent = true;
                         for report in reports {
@@ -239,6 +298,7 @@ pub async fn ingest(
     });
 
     let mut summary = IngestSummary::default();
+    let mut reading = String::new();
     let mut in_flight = FuturesUnordered::new();
     while let Some(item) = rx.recv().await {
         while in_flight.len() >= MAX_IN_FLIGHT {
@@ -298,6 +358,8 @@ pub async fn ingest(
                 eprintln!("lkplake ingest: {e}");
                 summary.unreadable += 1;
             }
+            Item::Begin(path) => reading = path,
+            Item::Stopped(stopped) => summary.stopped = Some(stopped),
             Item::Input { bytes, messages } => {
                 summary.inputs += 1;
                 summary.messages += messages;
@@ -309,9 +371,14 @@ pub async fn ingest(
     while let Some(result) = in_flight.next().await {
         result?;
     }
-    // The thread has finished sending (the channel closed); a panic there is a parser bug
-    // that the property tests exist to prevent.
-    let _ = parser.join();
+    // The channel closed: the thread has ended. A panic outside the per-message guard (in
+    // decompression or splitting an archive) ended it early, with input left unread.
+    parser
+        .join()
+        .map_err(|panic| KafkaIngestError::ParserFailed {
+            input: reading,
+            reason: panic_reason(panic.as_ref()),
+        })?;
     Ok(summary)
 }
 
@@ -392,22 +459,14 @@ pub fn read_dead_letters(brokers: &str, topic: &str) -> Result<Vec<DeadLetter>, 
             brokers: brokers.to_owned(),
             source,
         })?;
-    let metadata = consumer
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .map_err(err)?;
     let mut assignment = TopicPartitionList::new();
     let mut remaining = 0;
-    for t in metadata.topics() {
-        for p in t.partitions() {
-            let (low, high) = consumer
-                .fetch_watermarks(topic, p.id(), Duration::from_secs(10))
+    for w in lkplake_kafka::watermarks(&consumer, brokers, topic)? {
+        if w.high > w.low {
+            assignment
+                .add_partition_offset(topic, w.partition, Offset::Beginning)
                 .map_err(err)?;
-            if high > low {
-                assignment
-                    .add_partition_offset(topic, p.id(), Offset::Beginning)
-                    .map_err(err)?;
-                remaining += 1;
-            }
+            remaining += 1;
         }
     }
     let mut out = Vec::new();

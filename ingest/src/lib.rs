@@ -11,7 +11,6 @@ pub mod error;
 pub mod kafka;
 pub mod parser;
 pub mod source;
-pub mod synth;
 
-pub use error::{MessageError, ParseError, SourceError};
+pub use error::{ParseError, SourceError};
 pub use parser::{Parsed, parse_message};

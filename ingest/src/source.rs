@@ -138,6 +138,26 @@ fn mbox_message(entry: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
+/// The input files of a run and their total size, found in one walk.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inputs {
+    pub files: Vec<PathBuf>,
+    /// Bytes of the files that exist (stdin counts as 0).
+    pub bytes: u64,
+}
+
+/// Expands the user's paths (see [`expand_paths`]) and sizes the files, once, for progress.
+pub fn inputs(paths: &[PathBuf]) -> Result<Inputs, SourceError> {
+    let files = expand_paths(paths)?;
+    let bytes = files
+        .iter()
+        .filter(|f| f.as_os_str() != "-")
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    Ok(Inputs { files, bytes })
+}
+
 /// Expands the user's paths into input files: directories recursively (sorted, so runs are
 /// repeatable; a Maildir's `tmp/` holds half-delivered mail and is skipped), `-` as stdin.
 pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, SourceError> {

@@ -3,6 +3,7 @@
 //! and runs DuckDB on the same Parquet files in the same run.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use lkplake_lake::LakeUrl;
 use lkplake_query::{Engine, EngineConfig};
 use std::path::PathBuf;
 
@@ -52,7 +53,10 @@ fn bench(c: &mut Criterion) {
         Ok(r) => r,
         Err(e) => panic!("tokio runtime: {e}"),
     };
-    let engine = match runtime.block_on(Engine::open(&lake, &EngineConfig::default())) {
+    let engine = match runtime.block_on(async {
+        let url = LakeUrl::local(&lake)?;
+        Engine::open(&url, &EngineConfig::default()).await
+    }) {
         Ok(e) => e,
         Err(e) => panic!("{e}"),
     };

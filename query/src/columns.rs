@@ -10,27 +10,30 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, TimeUnit, TimestampMicrosecondType};
 
 /// A user's metric regex, checked before it goes into SQL so a typo is named with its flag.
-pub(crate) fn metric_regex(flag: &str, pattern: &str) -> Result<regex::Regex, QueryError> {
-    regex::Regex::new(pattern)
-        .map_err(|e| QueryError::Config(format!("{flag} {pattern:?} is not a valid regex: {e}")))
+pub fn metric_regex(flag: &str, pattern: &str) -> Result<regex::Regex, QueryError> {
+    regex::Regex::new(pattern).map_err(|source| QueryError::InvalidRegex {
+        flag: flag.to_owned(),
+        pattern: pattern.to_owned(),
+        source,
+    })
 }
 
 /// A SQL string literal.
-pub(crate) fn quote(text: &str) -> String {
+pub fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
-pub(crate) fn strings(column: &ArrayRef) -> Result<StringArray, QueryError> {
+pub fn strings(column: &ArrayRef) -> Result<StringArray, QueryError> {
     let utf8 = cast(column, &DataType::Utf8)?;
     Ok(utf8.as_string::<i32>().clone())
 }
 
-pub(crate) fn micros(column: &ArrayRef) -> Result<TimestampMicrosecondArray, QueryError> {
+pub fn micros(column: &ArrayRef) -> Result<TimestampMicrosecondArray, QueryError> {
     let ts = cast(column, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
     Ok(ts.as_primitive::<TimestampMicrosecondType>().clone())
 }
 
-pub(crate) fn floats(column: &ArrayRef) -> Result<Float64Array, QueryError> {
+pub fn floats(column: &ArrayRef) -> Result<Float64Array, QueryError> {
     let f = cast(column, &DataType::Float64)?;
     Ok(f.as_primitive::<Float64Type>().clone())
 }

@@ -3,7 +3,7 @@
 //! versions or the new ones, never a table missing or views pointing at an older table.
 
 use crate::error::QueryError;
-use crate::lake::{LakeTables, TableHealth};
+use crate::executor::DedicatedExecutor;
 use crate::policy;
 use async_trait::async_trait;
 use datafusion::catalog::{SchemaProvider, TableProvider};
@@ -14,8 +14,8 @@ use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
 use datafusion::sql::sqlparser::dialect::GenericDialect;
+use lkplake_lake::{LakeTables, LakeUrl, TableHealth};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -37,6 +37,12 @@ pub struct EngineConfig {
     pub memory_limit: Option<usize>,
     /// Partitions a query is split into; `None` means one per core.
     pub target_partitions: Option<usize>,
+    /// Threads of the query executor; `None` means one per core.
+    pub query_threads: Option<usize>,
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 fn session_config(config: &EngineConfig) -> SessionConfig {
@@ -53,16 +59,19 @@ fn session_config(config: &EngineConfig) -> SessionConfig {
 /// The lake's tables and views behind one `SessionContext`.
 pub struct Engine {
     ctx: SessionContext,
-    root: std::path::PathBuf,
+    url: LakeUrl,
     config: EngineConfig,
+    executor: DedicatedExecutor,
     schema: Arc<LakeSchema>,
     tables: tokio::sync::Mutex<LakeTables>,
 }
 
 impl Engine {
-    /// Opens the lake at `root` with its tables at their latest versions.
-    pub async fn open(root: &Path, config: &EngineConfig) -> Result<Self, QueryError> {
-        let tables = LakeTables::open(root).await?;
+    /// Opens the lake at `url` with its tables at their latest versions.
+    pub async fn open(url: &LakeUrl, config: &EngineConfig) -> Result<Self, QueryError> {
+        let tables = LakeTables::open(url).await?;
+        let executor =
+            DedicatedExecutor::new("lkplake-query", config.query_threads.unwrap_or_else(cores))?;
         let session = session_config(config);
         let mut runtime = RuntimeEnvBuilder::new();
         if let Some(limit) = config.memory_limit {
@@ -75,6 +84,7 @@ impl Engine {
             .with_config(session)
             .with_runtime_env(runtime.build_arc()?)
             .with_default_features()
+            .with_physical_optimizer_rule(executor.rule())
             .build();
         let ctx = SessionContext::new_with_state(state);
         let schema = Arc::new(LakeSchema::default());
@@ -84,8 +94,9 @@ impl Engine {
         catalog.register_schema(SCHEMA, Arc::clone(&schema) as Arc<dyn SchemaProvider>)?;
         let engine = Self {
             ctx,
-            root: root.to_owned(),
+            url: url.clone(),
             config: config.clone(),
+            executor,
             schema,
             tables: tokio::sync::Mutex::new(tables),
         };
@@ -135,9 +146,15 @@ impl Engine {
         self.tables.lock().await.health()
     }
 
-    /// Root directory of the lake.
-    pub fn root(&self) -> &Path {
-        &self.root
+    /// Where the lake is.
+    pub fn url(&self) -> &LakeUrl {
+        &self.url
+    }
+
+    /// The thread pool queries execute on, for CPU work that belongs with them (trend's
+    /// change-point detection).
+    pub fn executor(&self) -> &DedicatedExecutor {
+        &self.executor
     }
 
     /// Whether the lake has table `name` (the trend tables exist once `lkplake trend` ran).
@@ -163,6 +180,7 @@ impl Engine {
         let scratch = SessionContext::new_with_config(session_config(&self.config));
         let mut entries = BTreeMap::new();
         for (name, provider) in providers {
+            let provider = crate::limit::HonorLimit::wrap(provider);
             scratch.register_table(name, Arc::clone(&provider))?;
             entries.insert(name.to_owned(), provider);
         }

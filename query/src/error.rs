@@ -2,38 +2,29 @@
 
 use datafusion::arrow::error::ArrowError;
 use datafusion::error::DataFusionError;
-use deltalake::DeltaTableError;
-use std::path::PathBuf;
+use lkplake_lake::LakeError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
-    #[error(
-        "no lake table at {path}: run `lkplake run` or `lkplake transform --lake {lake}` first",
-        lake = .lake.display(),
-        path = .path.display()
-    )]
-    NoLake { lake: PathBuf, path: PathBuf },
-    #[error("lake table {table}: {source}")]
-    Delta {
-        table: &'static str,
-        source: DeltaTableError,
-    },
-    #[error("lake table {table}: {source}")]
-    Table {
-        table: &'static str,
-        source: Box<DataFusionError>,
-    },
+    #[error(transparent)]
+    Lake(#[from] LakeError),
     #[error("view {view}: {source}")]
     View {
         view: String,
         source: Box<DataFusionError>,
     },
-    #[error("{0}")]
-    Config(String),
+    #[error("{flag} {pattern:?} is not a valid regex: {source}")]
+    InvalidRegex {
+        flag: String,
+        pattern: String,
+        source: regex::Error,
+    },
     #[error("{0}")]
     Refused(#[from] crate::policy::Refused),
     #[error("{0}")]
     DataFusion(Box<DataFusionError>),
+    #[error("the query executor: {0}")]
+    Executor(#[from] crate::executor::ExecutorError),
     #[error("writing results: {0}")]
     Output(#[from] ArrowError),
     #[error("{what}: {source}")]

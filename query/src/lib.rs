@@ -1,22 +1,20 @@
-//! The read side of the lake: a DataFusion `SessionContext` over the Delta tables `metrics` and
-//! `reports` plus the views users reach for first (`comparisons`, `series`, `headlines`), kept
-//! current as the transformer commits; the output formats of `lkplake sql`; and the Postgres
-//! wire server that psql, Python and Grafana talk to.
+//! `lkplake-query`: the read-only engine over the lake. A DataFusion `SessionContext` over the
+//! Delta tables plus the views users reach for first (`comparisons`, `series`, `headlines`),
+//! kept current as writers commit; the statement policy that keeps it read-only; the output
+//! formats of `lkplake sql`.
 //!
-//! The reports and metrics are written by `lkplake-transform` alone, so a query can never
-//! change what the pipeline's exactly-once bookkeeping relies on; the only tables written here
-//! are the ones derived from them (`changes`, `trend_series` from [`trend`]).
+//! Queries execute on a thread pool of their own ([`executor`]), so a heavy query cannot stall
+//! what runs on the I/O runtime next to it: Postgres logins, `/metrics` scrapes, Kafka probes.
+//! The Postgres wire server and the exporter are `lkplake-serve`; trend analysis is
+//! `lkplake-trend`; nothing here writes the lake.
 
-pub(crate) mod columns;
+pub mod columns;
 pub mod engine;
 pub mod error;
-pub mod exporter;
+pub mod executor;
 pub mod format;
-pub mod lake;
 pub mod limit;
-pub mod pg;
 pub mod policy;
-pub mod trend;
 
 pub use engine::{Engine, EngineConfig};
 pub use error::QueryError;

@@ -166,6 +166,38 @@ impl DirectionTable {
         Ok(self)
     }
 
+    /// Adds the overrides of a directions file (`lkplake transform --directions FILE`): one
+    /// `PATTERN higher|lower` per line, the pattern a regex over whole metric names, earlier
+    /// lines winning; blank lines and `#` comments are skipped.
+    pub fn with_overrides_text(mut self, text: &str) -> Result<Self, InvalidPattern> {
+        for (number, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let invalid = |reason: &str| InvalidPattern {
+                pattern: line.to_owned(),
+                reason: format!("line {}: {reason}", number + 1),
+            };
+            let Some((pattern, word)) = line.rsplit_once(char::is_whitespace) else {
+                return Err(invalid("expected `PATTERN higher` or `PATTERN lower`"));
+            };
+            let direction = match word {
+                "higher" | "higher_is_better" => Direction::HigherIsBetter,
+                "lower" | "lower_is_better" => Direction::LowerIsBetter,
+                other => {
+                    return Err(invalid(&format!(
+                        "the direction is `higher` or `lower`, not `{other}`"
+                    )));
+                }
+            };
+            self = self
+                .with_override(pattern.trim(), direction)
+                .map_err(|e| invalid(&e.reason))?;
+        }
+        Ok(self)
+    }
+
     /// The direction of `metric`, or `None` for metrics that are only diagnostics
     /// (`perf-stat.*`, `proc-vmstat.*`, ...), where neither way is better.
     pub fn direction(&self, metric: &str) -> Option<Direction> {
@@ -185,6 +217,38 @@ impl DirectionTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directions_file_overrides_the_defaults_line_by_line() -> Result<(), InvalidPattern> {
+        let table = DirectionTable::default().with_overrides_text(
+            "# our fork prints latency here\n\nvm-scalability\\.throughput  lower\nperf-stat\\.i\\.ipc higher\n",
+        )?;
+        assert_eq!(
+            table.direction("vm-scalability.throughput"),
+            Some(Direction::LowerIsBetter)
+        );
+        assert_eq!(
+            table.direction("perf-stat.i.ipc"),
+            Some(Direction::HigherIsBetter)
+        );
+        // Untouched metrics keep their default.
+        assert_eq!(
+            table.direction("will-it-scale.per_process_ops"),
+            Some(Direction::HigherIsBetter)
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_directions_file_error_names_the_line_and_what_is_expected() {
+        let err = DirectionTable::default()
+            .with_overrides_text("fio.read_bw_MBps higher\nfio.latency sideways\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("line 2"), "{err}");
+        assert!(err.contains("`higher` or `lower`, not `sideways`"), "{err}");
+    }
 
     #[test]
     fn program_is_the_text_before_the_first_dot() {

@@ -4,6 +4,15 @@
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use std::sync::{Arc, LazyLock};
 
+/// The table of observations, written by the transformer.
+pub const METRICS_TABLE: &str = "metrics";
+/// The table of reports (one row per test of a report), written by the transformer.
+pub const REPORTS_TABLE: &str = "reports";
+/// Change points found by `lkplake trend`.
+pub const CHANGES_TABLE: &str = "changes";
+/// `lkplake trend`'s per-series state, so a re-run resumes where the last one stopped.
+pub const TREND_SERIES_TABLE: &str = "trend_series";
+
 /// Partition columns of both tables, in partition order.
 pub const PARTITION_COLUMNS: [&str; 2] = ["testcase", "machine"];
 

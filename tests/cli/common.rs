@@ -1,7 +1,7 @@
 //! Running the binary, temporary places, the test broker, and reading the lake back.
 
 use deltalake::arrow::array::RecordBatch;
-use lkplake_transform::lake::{Lake, session};
+use deltalake::datafusion::prelude::SessionContext;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -135,8 +135,21 @@ pub fn query(lake: &Path, sql: &str) -> Vec<RecordBatch> {
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     runtime.block_on(async {
-        let lake = Lake::open(lake).await.unwrap_or_else(|e| panic!("{e}"));
-        let ctx = session(&lake).await.unwrap_or_else(|e| panic!("{e}"));
+        // Read with delta-rs directly, not through lkplake's own lake code.
+        let ctx = SessionContext::new();
+        for name in ["metrics", "reports"] {
+            let url = deltalake::ensure_table_uri(lake.join(name).to_string_lossy())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let table = deltalake::open_table(url)
+                .await
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let provider = table
+                .table_provider()
+                .await
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            ctx.register_table(name, provider)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
         ctx.sql(sql)
             .await
             .unwrap_or_else(|e| panic!("{sql}: {e}"))

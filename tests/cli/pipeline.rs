@@ -478,7 +478,7 @@ fn spawn_transformer(p: &Pipeline, args: &[&str]) -> (std::process::Child, std::
         .cmd(&all)
         .env(
             "LKPLAKE_LOG",
-            "warn,buoyant_kernel=off,lkplake_transform=debug",
+            "warn,buoyant_kernel=off,lkplake_transform=debug,lkplake_lake=debug",
         )
         .stderr(file)
         .spawn()

@@ -16,7 +16,7 @@
 //!   position is below the high watermark), so the member waits for ever.
 //! - Its ListOffsets "latest" answers the last batch's base offset plus one, not the high
 //!   watermark, so "the lake has reached the watermark" can be true with messages unread.
-//!   The ends fed in here come from fetch responses instead (see `crate::ends`).
+//!   The ends fed in here come from fetch responses instead (see `lkplake_kafka::ends`).
 //! - A group sometimes never assigns a partition again after a rebalance.
 
 use rdkafka::Offset;

@@ -2,7 +2,7 @@
 //! at each change coloured by its kind. SVG keeps plotters free of font and image libraries.
 
 use super::{Change, Observation, SeriesKey};
-use crate::error::QueryError;
+use crate::TrendError;
 use chrono::{DateTime, Utc};
 use plotters::prelude::*;
 use std::path::Path;
@@ -38,10 +38,12 @@ pub fn draw(
     key: SeriesKey,
     observations: &[Observation],
     changes: &[Change],
-) -> Result<(), QueryError> {
+) -> Result<(), TrendError> {
     let path = dir.join(file_name(&key));
-    let fail =
-        |e: &dyn std::fmt::Display| QueryError::Config(format!("drawing {}: {e}", path.display()));
+    let fail = |e: &dyn std::fmt::Display| TrendError::Plot {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    };
     if observations.is_empty() {
         return Ok(());
     }

@@ -11,9 +11,7 @@ pub mod functions;
 mod rewrite;
 mod savepoint;
 
-use crate::engine::Engine;
-use crate::error::QueryError;
-use crate::policy::{self, Refused};
+use crate::ServeError;
 use async_trait::async_trait;
 use auth::{Account, Startup};
 use datafusion::common::ParamValues;
@@ -41,15 +39,22 @@ use datafusion_postgres::pgwire::messages::PgWireBackendMessage;
 use datafusion_postgres::pgwire::messages::extendedquery::Execute;
 use datafusion_postgres::pgwire::messages::response::TransactionStatus;
 use datafusion_postgres::pgwire::messages::simplequery::Query;
-use datafusion_postgres::{DfSessionService, Parser, QueryHook, ServerOptions};
+use datafusion_postgres::pgwire::tokio::process_socket;
+use datafusion_postgres::{DfSessionService, Parser, QueryHook};
 use futures::{Sink, Stream, StreamExt};
+use lkplake_query::Engine;
+use lkplake_query::policy::{self, Refused};
+use lkplake_shutdown::Token as CancellationToken;
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
 
 /// How the server listens and what it allows.
 #[derive(Debug, Clone)]
@@ -71,13 +76,11 @@ pub struct ServeConfig {
 
 impl ServeConfig {
     /// Refuses to expose the lake without a password beyond this machine.
-    pub fn validate(&self) -> Result<(), QueryError> {
+    pub fn validate(&self) -> Result<(), ServeError> {
         if self.password.is_none() && !self.listen.ip().is_loopback() {
-            return Err(QueryError::Config(format!(
-                "listening on {} needs a password: pass --password (or LKPLAKE_PG_PASSWORD), or \
-                 listen on 127.0.0.1",
-                self.listen
-            )));
+            return Err(ServeError::NeedsPassword {
+                listen: self.listen,
+            });
         }
         Ok(())
     }
@@ -85,32 +88,195 @@ impl ServeConfig {
 
 /// Prepares `engine`'s session for Postgres clients: the pg_catalog schema and the functions
 /// clients call while connecting.
-pub fn prepare(engine: &Engine) -> Result<(), QueryError> {
+pub fn prepare(engine: &Engine) -> Result<(), ServeError> {
     let ctx = engine.context();
-    setup_pg_catalog(ctx, crate::engine::CATALOG, EmptyContextProvider)
-        .map_err(|e| QueryError::from(*e))?;
+    setup_pg_catalog(ctx, lkplake_query::engine::CATALOG, EmptyContextProvider)
+        .map_err(|e| ServeError::from(*e))?;
     functions::register(ctx);
     Ok(())
 }
 
-/// Serves `engine` until `shutdown` resolves. Call [`prepare`] on the engine first.
+/// Binds the Postgres listener, so a taken port is reported before the server says it is up.
+pub async fn bind(listen: SocketAddr) -> Result<TcpListener, ServeError> {
+    TcpListener::bind(listen)
+        .await
+        .map_err(|source| ServeError::Bind {
+            what: "the Postgres wire protocol (--pg)",
+            listen,
+            source,
+        })
+}
+
+/// How often a stopping server looks for connections that went idle.
+const IDLE_POLL: Duration = Duration::from_millis(100);
+
+/// Serves `engine` on `listener` until `stop` is cancelled, then stops accepting, lets every
+/// statement in flight finish (within `grace`) and closes connections as they go idle. Call
+/// [`prepare`] on the engine first.
+///
+/// A statement that arrives after the stop is refused with Postgres' own FATAL 57P01
+/// ("terminating connection due to administrator command"), so a client sees a clean error,
+/// never a reset connection in the middle of an answer.
 pub async fn serve(
+    listener: TcpListener,
     engine: Arc<Engine>,
     config: &ServeConfig,
-    shutdown: impl Future<Output = ()>,
-) -> Result<(), QueryError> {
-    config.validate()?;
-    let handlers = Arc::new(Handlers::new(engine.context(), config));
-    let options = ServerOptions::new()
-        .with_host(config.listen.ip().to_string())
-        .with_port(config.listen.port())
-        .with_max_connections(config.max_connections);
+    stop: CancellationToken,
+    grace: Duration,
+) {
+    let activity = Arc::new(Activity::default());
+    let handlers = Arc::new(Handlers::new(
+        engine.context(),
+        config,
+        stop.clone(),
+        Arc::clone(&activity),
+    ));
+    let limiter =
+        (config.max_connections > 0).then(|| Arc::new(Semaphore::new(config.max_connections)));
+    let connections = TaskTracker::new();
+    loop {
+        let (socket, peer) = tokio::select! {
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: keep serving the others.
+                    tracing::warn!("accepting a Postgres connection failed: {e}");
+                    continue;
+                }
+            },
+        };
+        let permit = match &limiter {
+            Some(limiter) => match Arc::clone(limiter).try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_) => {
+                    tracing::warn!(
+                        %peer,
+                        max = config.max_connections,
+                        "connection refused: --max-connections reached"
+                    );
+                    continue;
+                }
+            },
+            None => None,
+        };
+        connections.spawn(connection(
+            socket,
+            peer,
+            Arc::clone(&handlers),
+            stop.clone(),
+            Arc::clone(&activity),
+            permit,
+        ));
+    }
+    drop(listener);
+    connections.close();
+    tracing::info!(
+        open = connections.len(),
+        "stopped accepting Postgres connections"
+    );
+    if tokio::time::timeout(grace, connections.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            open = connections.len(),
+            ?grace,
+            "connections still busy at the end of the grace period: closing them"
+        );
+    }
+}
+
+/// One client connection, until it ends or, once the server stops, until it is idle.
+async fn connection(
+    socket: TcpStream,
+    peer: SocketAddr,
+    handlers: Arc<Handlers>,
+    stop: CancellationToken,
+    activity: Arc<Activity>,
+    _permit: Option<OwnedSemaphorePermit>,
+) {
+    let served = process_socket(socket, None, handlers);
+    tokio::pin!(served);
     tokio::select! {
-        served = datafusion_postgres::serve_with_handlers(handlers, &options) => served.map_err(|source| QueryError::Io {
-            what: format!("serving Postgres on {}", config.listen),
-            source,
-        }),
-        () = shutdown => Ok(()),
+        ended = &mut served => {
+            if let Err(e) = ended {
+                tracing::debug!(%peer, "Postgres connection: {e}");
+            }
+            activity.forget(peer);
+            return;
+        }
+        () = stop.cancelled() => {}
+    }
+    // Stopping: the statement in flight runs to its end (its rows included); the connection
+    // is closed once it has been idle for a poll, which also lets the client read the end of
+    // the answer.
+    loop {
+        tokio::select! {
+            _ = &mut served => break,
+            () = tokio::time::sleep(IDLE_POLL) => {
+                if activity.idle_for(peer) >= IDLE_POLL {
+                    break;
+                }
+            }
+        }
+    }
+    activity.forget(peer);
+}
+
+/// Statements running per connection and when each connection last started or finished one,
+/// so a stopping server knows which connections it may close.
+#[derive(Debug, Default)]
+struct Activity {
+    connections: std::sync::Mutex<HashMap<SocketAddr, (usize, Instant)>>,
+}
+
+impl Activity {
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<SocketAddr, (usize, Instant)>) -> T) -> T {
+        // A poisoned lock only means a panic while counting; the counts are still usable.
+        f(&mut self.connections.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn start(self: &Arc<Self>, peer: SocketAddr) -> Arc<Running> {
+        self.with(|c| {
+            let entry = c.entry(peer).or_insert((0, Instant::now()));
+            entry.0 += 1;
+            entry.1 = Instant::now();
+        });
+        Arc::new(Running {
+            activity: Arc::clone(self),
+            peer,
+        })
+    }
+
+    /// How long the connection has had no statement running (zero while one runs).
+    fn idle_for(&self, peer: SocketAddr) -> Duration {
+        self.with(|c| match c.get(&peer) {
+            Some((0, since)) => since.elapsed(),
+            Some(_) => Duration::ZERO,
+            None => Duration::MAX,
+        })
+    }
+
+    fn forget(&self, peer: SocketAddr) {
+        self.with(|c| c.remove(&peer));
+    }
+}
+
+/// A statement running on a connection, until its last row is sent or it is dropped.
+struct Running {
+    activity: Arc<Activity>,
+    peer: SocketAddr,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.activity.with(|c| {
+            if let Some(entry) = c.get_mut(&self.peer) {
+                entry.0 = entry.0.saturating_sub(1);
+                entry.1 = Instant::now();
+            }
+        });
     }
 }
 
@@ -122,7 +288,12 @@ struct Handlers {
 }
 
 impl Handlers {
-    fn new(ctx: &SessionContext, config: &ServeConfig) -> Self {
+    fn new(
+        ctx: &SessionContext,
+        config: &ServeConfig,
+        stop: CancellationToken,
+        activity: Arc<Activity>,
+    ) -> Self {
         let hooks: Vec<Arc<dyn QueryHook>> = vec![
             Arc::new(ReadOnlyHook),
             Arc::new(savepoint::SavepointHook),
@@ -141,6 +312,8 @@ impl Handlers {
                 parser,
                 statement_timeout: config.statement_timeout,
                 running: Arc::new(Semaphore::new(config.max_running.max(1))),
+                stop,
+                activity,
             }),
             account: config
                 .password
@@ -293,9 +466,48 @@ struct LakeService {
     parser: Arc<GuardedParser>,
     statement_timeout: Duration,
     running: Arc<Semaphore>,
+    stop: CancellationToken,
+    activity: Arc<Activity>,
+}
+
+/// SQLSTATE 57P01, `admin_shutdown`, with Postgres' own wording: a statement that arrives
+/// while the server stops.
+fn shutting_down() -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "FATAL".to_owned(),
+        "57P01".to_owned(),
+        "terminating connection due to administrator command".to_owned(),
+    )))
+}
+
+/// What a statement holds while it runs: its turn to execute and its place in the
+/// connection's activity.
+#[derive(Clone)]
+struct Held {
+    _permit: Arc<OwnedSemaphorePermit>,
+    _running: Arc<Running>,
 }
 
 impl LakeService {
+    /// Starts a statement: refused once the server stops, else counted as running and
+    /// admitted within its deadline.
+    async fn begin<C: ClientInfo + ?Sized>(
+        &self,
+        client: &C,
+        deadline: Instant,
+        limit: Duration,
+    ) -> PgWireResult<Held> {
+        if self.stop.is_cancelled() {
+            return Err(shutting_down());
+        }
+        let running = self.activity.start(client.socket_addr());
+        let permit = self.admit(deadline, limit).await?;
+        Ok(Held {
+            _permit: permit,
+            _running: running,
+        })
+    }
+
     /// Waits for a turn to execute, within the statement's deadline.
     async fn admit(
         &self,
@@ -332,12 +544,7 @@ type RowStream = Pin<
 /// DataFusion's execution.
 /// The permit is held until the last row is sent (or the stream dropped): execution is lazy,
 /// so the statement is running for as long as its rows stream.
-fn until(
-    rows: RowStream,
-    deadline: Instant,
-    limit: Duration,
-    permit: Arc<OwnedSemaphorePermit>,
-) -> RowStream {
+fn until(rows: RowStream, deadline: Instant, limit: Duration, permit: Held) -> RowStream {
     let sleep = Box::pin(tokio::time::sleep_until(deadline));
     Box::pin(futures::stream::unfold(
         Some((rows, sleep, permit)),
@@ -352,16 +559,11 @@ fn until(
     ))
 }
 
-fn bounded(
-    response: Response,
-    deadline: Instant,
-    limit: Duration,
-    permit: &Arc<OwnedSemaphorePermit>,
-) -> Response {
+fn bounded(response: Response, deadline: Instant, limit: Duration, held: &Held) -> Response {
     match response {
         Response::Query(mut query) => {
             let rows = std::mem::replace(&mut query.data_rows, Box::pin(futures::stream::empty()));
-            query.data_rows = until(rows, deadline, limit, Arc::clone(permit));
+            query.data_rows = until(rows, deadline, limit, held.clone());
             Response::Query(query)
         }
         other => other,
@@ -404,7 +606,7 @@ impl SimpleQueryHandler for LakeService {
         let query = rewrite::catalog_subqueries(&query);
         let limit = self.limit(client);
         let deadline = Instant::now() + limit;
-        let permit = self.admit(deadline, limit).await?;
+        let held = self.begin(client, deadline, limit).await?;
         let responses = tokio::time::timeout_at(
             deadline,
             SimpleQueryHandler::do_query(&self.inner, client, &query),
@@ -413,7 +615,7 @@ impl SimpleQueryHandler for LakeService {
         .map_err(|_| timed_out(limit))??;
         Ok(responses
             .into_iter()
-            .map(|r| bounded(r, deadline, limit, &permit))
+            .map(|r| bounded(r, deadline, limit, &held))
             .collect())
     }
 }
@@ -455,13 +657,13 @@ impl ExtendedQueryHandler for LakeService {
     {
         let limit = self.limit(client);
         let deadline = Instant::now() + limit;
-        let permit = self.admit(deadline, limit).await?;
+        let held = self.begin(client, deadline, limit).await?;
         let response = tokio::time::timeout_at(
             deadline,
             ExtendedQueryHandler::do_query(&self.inner, client, portal, max_rows),
         )
         .await
         .map_err(|_| timed_out(limit))??;
-        Ok(bounded(response, deadline, limit, &permit))
+        Ok(bounded(response, deadline, limit, &held))
     }
 }

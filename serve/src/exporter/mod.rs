@@ -10,15 +10,14 @@ pub mod exposition;
 pub mod history;
 pub mod http;
 
-use crate::columns::{floats, metric_regex, micros, quote, strings};
-use crate::engine::Engine;
-use crate::error::QueryError;
+use crate::ServeError;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 pub use exposition::{Family, Format, Kind, Sample};
+use lkplake_query::Engine;
+use lkplake_query::columns::{floats, metric_regex, micros, quote, strings};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 /// What the exporter exposes beyond the headlines, and how much.
 #[derive(Debug, Clone)]
@@ -32,14 +31,14 @@ pub struct ExporterConfig {
 
 impl ExporterConfig {
     /// Checks the regex, so a typo is reported at start rather than at the first refresh.
-    pub fn validate(&self) -> Result<(), QueryError> {
+    pub fn validate(&self) -> Result<(), ServeError> {
         selected_series("--export-metric", self.metric.as_deref()).map(drop)
     }
 }
 
 /// The SQL condition on `metrics` rows of the value series: headline rows, and with a metric
 /// regex (passed as `flag`) also the rows of matching metrics.
-pub(crate) fn selected_series(flag: &str, metric: Option<&str>) -> Result<String, QueryError> {
+pub(crate) fn selected_series(flag: &str, metric: Option<&str>) -> Result<String, ServeError> {
     Ok(match metric {
         Some(re) => {
             metric_regex(flag, re)?;
@@ -69,14 +68,14 @@ pub struct Exporter {
 impl std::fmt::Debug for Exporter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Exporter")
-            .field("lake", &self.engine.root())
+            .field("lake", &self.engine.url())
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
 }
 
 impl Exporter {
-    pub fn new(engine: Arc<Engine>, config: ExporterConfig) -> Result<Self, QueryError> {
+    pub fn new(engine: Arc<Engine>, config: ExporterConfig) -> Result<Self, ServeError> {
         config.validate()?;
         Ok(Self {
             engine,
@@ -110,7 +109,7 @@ impl Exporter {
 
     /// Recomputes the lake's families when the engine has loaded a new version since the last
     /// time; true when it did.
-    pub async fn refresh(&self) -> Result<bool, QueryError> {
+    pub async fn refresh(&self) -> Result<bool, ServeError> {
         let health = self.engine.health().await;
         let versions: Vec<Option<u64>> = health.iter().map(|t| t.version).collect();
         let unchanged = {
@@ -133,36 +132,20 @@ impl Exporter {
             }),
         })
         .await
-        .map_err(|e| QueryError::Config(format!("rendering /metrics failed: {e}")))?;
+        .map_err(|e| ServeError::Worker {
+            what: "rendering /metrics",
+            reason: e.to_string(),
+        })?;
         *self.rendered.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(rendered);
         Ok(true)
     }
 
-    /// Refreshes every `every` until the exporter is dropped; errors are logged and retried,
-    /// the last good content stays served.
-    pub fn follow(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
-        let exporter = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let Some(exporter) = exporter.upgrade() else {
-                    return;
-                };
-                if let Err(e) = exporter.refresh().await {
-                    tracing::warn!("exporter: computing /metrics failed, will retry: {e}");
-                }
-            }
-        })
-    }
-
-    async fn collect(&self, sql: &str) -> Result<Vec<RecordBatch>, QueryError> {
+    async fn collect(&self, sql: &str) -> Result<Vec<RecordBatch>, ServeError> {
         Ok(self.engine.context().sql(sql).await?.collect().await?)
     }
 
     /// `lkp_headline_value`, `lkp_metric_value` and how many series the bound left out.
-    async fn value_families(&self) -> Result<Vec<Family>, QueryError> {
+    async fn value_families(&self) -> Result<Vec<Family>, ServeError> {
         let selected = selected_series("--export-metric", self.config.metric.as_deref())?;
         // The newest head-commit measurement of each series: what the last report says the
         // series is at now.
@@ -227,7 +210,7 @@ impl Exporter {
     }
 
     /// `lkp_reports{testcase,kind}`.
-    async fn reports_family(&self) -> Result<Family, QueryError> {
+    async fn reports_family(&self) -> Result<Family, ServeError> {
         let sql = "SELECT testcase, coalesce(kind, '') AS kind, count(DISTINCT report_key) AS reports \
                    FROM reports GROUP BY 1, 2 ORDER BY 1, 2";
         let mut family = Family::gauge(
@@ -254,8 +237,8 @@ impl Exporter {
     /// Rows, versions and commit times of the tables, and the newest report's date.
     async fn lake_families(
         &self,
-        health: &[crate::lake::TableHealth],
-    ) -> Result<Vec<Family>, QueryError> {
+        health: &[lkplake_lake::TableHealth],
+    ) -> Result<Vec<Family>, ServeError> {
         let mut rows = Family::gauge("lkp_lake_rows", "Rows in each lake table.");
         for table in health {
             let batches = self

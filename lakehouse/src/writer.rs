@@ -1,9 +1,9 @@
-//! The lake: two Delta Lake tables (`metrics`, `reports`) under one root directory, with the
-//! Kafka offsets each commit covers recorded as Delta `txn` actions (one application id per
-//! topic partition, the kafka-delta-ingest pattern). The lake, not Kafka, is the source of
-//! truth for progress.
+//! The writer's lake: the `metrics` and `reports` Delta tables, with the Kafka offsets each
+//! commit covers recorded as Delta `txn` actions (one application id per topic partition, the
+//! kafka-delta-ingest pattern). The lake, not Kafka, is the source of truth for progress.
 
-use crate::normalize::Batches;
+use crate::{LakeError, LakeUrl};
+use deltalake::DeltaTable;
 use deltalake::arrow::array::RecordBatch;
 use deltalake::datafusion::prelude::{SessionContext, col, lit};
 use deltalake::delta_datafusion::DeltaSessionContext;
@@ -12,35 +12,10 @@ use deltalake::kernel::transaction::CommitProperties;
 use deltalake::parquet::basic::{Compression, ZstdLevel};
 use deltalake::parquet::file::properties::WriterProperties;
 use deltalake::protocol::SaveMode;
-use deltalake::{DeltaTable, DeltaTableError};
-use lkplake_schemas::tables::{METRICS, PARTITION_COLUMNS, REPORTS};
+use lkplake_schemas::tables::{METRICS, METRICS_TABLE, PARTITION_COLUMNS, REPORTS, REPORTS_TABLE};
 use std::collections::HashMap;
 use std::num::NonZeroU64;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-pub const METRICS_TABLE: &str = "metrics";
-pub const REPORTS_TABLE: &str = "reports";
-
-/// Errors of the lake.
-#[derive(Debug, thiserror::Error)]
-pub enum LakeError {
-    #[error("lake at {path}: {source}; check that the directory is writable")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("lake table {table}: {source}")]
-    Delta {
-        table: &'static str,
-        source: DeltaTableError,
-    },
-    #[error("lake table {table}: query failed: {source}")]
-    Query {
-        table: &'static str,
-        source: deltalake::datafusion::error::DataFusionError,
-    },
-}
 
 /// Which table a Kafka partition's progress is recorded in, and how far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -63,8 +38,10 @@ pub fn app_id(topic: &str, partition: i32) -> String {
     format!("lkplake-transform:{topic}:{partition}")
 }
 
+/// The transformer's tables, opened for writing.
 #[derive(Debug)]
 pub struct Lake {
+    url: LakeUrl,
     metrics: DeltaTable,
     reports: DeltaTable,
 }
@@ -111,10 +88,7 @@ async fn sort_partition(
     table: DeltaTable,
     (testcase, machine): &Partition,
 ) -> Result<DeltaTable, LakeError> {
-    let query = |source| LakeError::Query {
-        table: METRICS_TABLE,
-        source,
-    };
+    let query = LakeError::query(METRICS_TABLE);
     let in_partition = col("testcase")
         .eq(lit(testcase.as_str()))
         .and(col("machine").eq(lit(machine.as_str())));
@@ -163,23 +137,15 @@ async fn sort_partition(
         })
 }
 
-async fn open_table(root: &Path, name: &'static str) -> Result<DeltaTable, LakeError> {
-    let path = root.join(name);
-    std::fs::create_dir_all(&path).map_err(|source| LakeError::Io {
-        path: path.clone(),
-        source,
-    })?;
-    let url =
-        deltalake::ensure_table_uri(path.to_string_lossy()).map_err(|source| LakeError::Delta {
-            table: name,
-            source,
-        })?;
-    let table = DeltaTable::try_from_url(url)
+/// Opens table `name` of the lake, creating it with its schema and partitioning when missing.
+async fn open_table(lake: &LakeUrl, name: &'static str) -> Result<DeltaTable, LakeError> {
+    if let Some(path) = lake.local_table(name) {
+        // delta-rs' local store writes files but does not create the table's directory.
+        std::fs::create_dir_all(&path).map_err(|source| LakeError::Io { path, source })?;
+    }
+    let table = DeltaTable::try_from_url(lake.table(name)?)
         .await
-        .map_err(|source| LakeError::Delta {
-            table: name,
-            source,
-        })?;
+        .map_err(LakeError::delta(name))?;
     if table.version().is_some() {
         return Ok(table);
     }
@@ -194,23 +160,38 @@ async fn open_table(root: &Path, name: &'static str) -> Result<DeltaTable, LakeE
         .with_save_mode(SaveMode::Append)
         .with_partition_columns(PARTITION_COLUMNS)
         .await
-        .map_err(|source| LakeError::Delta {
-            table: name,
-            source,
-        })
+        .map_err(LakeError::delta(name))
+}
+
+/// One of the transformer's two tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    Metrics,
+    Reports,
+}
+
+impl Table {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Metrics => METRICS_TABLE,
+            Self::Reports => REPORTS_TABLE,
+        }
+    }
 }
 
 impl Lake {
-    /// Opens the lake at `root`, creating its tables when missing.
-    pub async fn open(root: &Path) -> Result<Self, LakeError> {
-        std::fs::create_dir_all(root).map_err(|source| LakeError::Io {
-            path: root.to_owned(),
-            source,
-        })?;
+    /// Opens the lake at `url`, creating its tables when missing.
+    pub async fn open(url: &LakeUrl) -> Result<Self, LakeError> {
         Ok(Self {
-            metrics: open_table(root, METRICS_TABLE).await?,
-            reports: open_table(root, REPORTS_TABLE).await?,
+            url: url.clone(),
+            metrics: open_table(url, METRICS_TABLE).await?,
+            reports: open_table(url, REPORTS_TABLE).await?,
         })
+    }
+
+    /// Where the lake is.
+    pub fn url(&self) -> &LakeUrl {
+        &self.url
     }
 
     /// Reloads both tables to their latest versions (another writer may have committed).
@@ -250,10 +231,7 @@ impl Lake {
 
     /// Report keys in the lake and whether the stored copy is a quoted one.
     pub async fn report_keys(&self) -> Result<HashMap<String, bool>, LakeError> {
-        let q = |source| LakeError::Query {
-            table: REPORTS_TABLE,
-            source,
-        };
+        let q = LakeError::query(REPORTS_TABLE);
         let ctx = SessionContext::new();
         let provider = self.reports.table_provider().await.map_err(q)?;
         ctx.register_table(REPORTS_TABLE, provider).map_err(q)?;
@@ -324,17 +302,16 @@ impl Lake {
         Ok(())
     }
 
-    /// Appends batches to one table in one Delta commit that also records `txns`.
-    pub async fn append(
+    /// Appends a batch to one table in one Delta commit that also records `txns`.
+    async fn append(
         &mut self,
-        table: &'static str,
+        table: Table,
         batch: RecordBatch,
         txns: Vec<Transaction>,
     ) -> Result<(), LakeError> {
-        let target = if table == METRICS_TABLE {
-            &mut self.metrics
-        } else {
-            &mut self.reports
+        let target = match table {
+            Table::Metrics => &mut self.metrics,
+            Table::Reports => &mut self.reports,
         };
         if batch.num_rows() == 0 && txns.is_empty() {
             return Ok(());
@@ -347,22 +324,23 @@ impl Lake {
             .with_writer_properties(writer_properties())
             .with_commit_properties(CommitProperties::default().with_application_transactions(txns))
             .await
-            .map_err(|source| LakeError::Delta { table, source })?;
+            .map_err(LakeError::delta(table.name()))?;
         *target = updated;
         Ok(())
     }
 
     /// Commits normalized batches: `metrics` first, then `reports`, each commit recording the
-    /// partition offsets it covers.
+    /// partition offsets it covers. Delta has no transaction over two tables; each table's
+    /// `txn` records its own progress ([`Progress`]), so after a crash between the two commits
+    /// the replay writes only the table that is behind.
     pub async fn commit(
         &mut self,
-        batches: Batches,
+        metrics: RecordBatch,
+        reports: RecordBatch,
         txns: &[Transaction],
     ) -> Result<(), LakeError> {
-        self.append(METRICS_TABLE, batches.metrics, txns.to_vec())
-            .await?;
-        self.append(REPORTS_TABLE, batches.reports, txns.to_vec())
-            .await
+        self.append(Table::Metrics, metrics, txns.to_vec()).await?;
+        self.append(Table::Reports, reports, txns.to_vec()).await
     }
 
     /// Compacts the lake and removes files no longer referenced.
@@ -434,7 +412,7 @@ impl Lake {
     }
 }
 
-async fn txn_version(
+pub(crate) async fn txn_version(
     table: &DeltaTable,
     name: &'static str,
     app_id: &str,
@@ -460,18 +438,4 @@ pub struct CompactSummary {
     pub files_removed: u64,
     pub files_added: u64,
     pub files_vacuumed: u64,
-}
-
-/// A DataFusion context with both lake tables registered, for reading the lake back.
-pub async fn session(lake: &Lake) -> Result<SessionContext, LakeError> {
-    let ctx = SessionContext::new();
-    for (name, table) in lake.tables() {
-        let q = |source| LakeError::Query {
-            table: name,
-            source,
-        };
-        let provider = table.table_provider().await.map_err(q)?;
-        ctx.register_table(name, provider).map_err(q)?;
-    }
-    Ok(ctx)
 }

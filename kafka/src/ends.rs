@@ -7,7 +7,7 @@
 //! last one it saw in its statistics (`hi_offset`). So the probe assigns every partition at its
 //! end to a throwaway consumer outside any group, lets it fetch once, and reads the statistics.
 
-use crate::consumer::TransformError;
+use crate::{BrokerError, on_own_thread};
 use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
@@ -44,34 +44,22 @@ impl ClientContext for HighWatermarks {
 
 impl ConsumerContext for HighWatermarks {}
 
-/// [`partition_ends`] on a thread of its own, given up after `limit`. Not `spawn_blocking`:
-/// dropping a librdkafka consumer waits without a bound for it to close, and the runtime waits
-/// for its blocking tasks when it shuts down, so a stuck probe there would hang the exit.
+/// [`partition_ends`] on a thread of its own, given up after `limit`.
 pub async fn partition_ends_within(
     brokers: &str,
     topic: &str,
     limit: Duration,
-) -> Result<BTreeMap<i32, i64>, TransformError> {
-    let (answer, answered) = tokio::sync::oneshot::channel();
+) -> Result<BTreeMap<i32, i64>, BrokerError> {
     let (brokers, topic) = (brokers.to_owned(), topic.to_owned());
-    std::thread::Builder::new()
-        .name("partition-ends".into())
-        .spawn(move || {
-            let _ = answer.send(partition_ends(&brokers, &topic));
-        })
-        .map_err(|e| TransformError::Probe(format!("cannot start its thread: {e}")))?;
-    match tokio::time::timeout(limit, answered).await {
-        Ok(Ok(ends)) => ends,
-        Ok(Err(_)) => Err(TransformError::Probe(
-            "its thread ended without an answer".into(),
-        )),
-        Err(_) => Err(TransformError::Probe(format!("no answer within {limit:?}"))),
-    }
+    on_own_thread("partition-ends", limit, move || {
+        partition_ends(&brokers, &topic)
+    })
+    .await
 }
 
 /// Each partition's high watermark (the offset the next produced message gets), by partition;
 /// empty when the topic does not exist. Blocks for one metadata request and one fetch.
-pub fn partition_ends(brokers: &str, topic: &str) -> Result<BTreeMap<i32, i64>, TransformError> {
+pub fn partition_ends(brokers: &str, topic: &str) -> Result<BTreeMap<i32, i64>, BrokerError> {
     // librdkafka assigns partitions only to a consumer with a group; this one never joins it.
     let consumer: BaseConsumer<HighWatermarks> = ClientConfig::new()
         .set("bootstrap.servers", brokers)
@@ -83,13 +71,18 @@ pub fn partition_ends(brokers: &str, topic: &str) -> Result<BTreeMap<i32, i64>, 
             topic: topic.to_owned(),
             seen: Mutex::new(BTreeMap::new()),
         })
-        .map_err(|source| TransformError::Client {
+        .map_err(|source| BrokerError::Client {
             brokers: brokers.to_owned(),
-            source,
+            source: Box::new(source),
         })?;
+    let failed = |source| BrokerError::Metadata {
+        brokers: brokers.to_owned(),
+        topic: topic.to_owned(),
+        source: Box::new(source),
+    };
     let metadata = consumer
         .fetch_metadata(Some(topic), TIMEOUT)
-        .map_err(TransformError::Consume)?;
+        .map_err(failed)?;
     let partitions: Vec<i32> = metadata
         .topics()
         .iter()
@@ -102,9 +95,9 @@ pub fn partition_ends(brokers: &str, topic: &str) -> Result<BTreeMap<i32, i64>, 
     let mut tpl = TopicPartitionList::new();
     for &p in &partitions {
         tpl.add_partition_offset(topic, p, Offset::End)
-            .map_err(TransformError::Consume)?;
+            .map_err(failed)?;
     }
-    consumer.assign(&tpl).map_err(TransformError::Consume)?;
+    consumer.assign(&tpl).map_err(failed)?;
     let deadline = Instant::now() + TIMEOUT;
     loop {
         // Messages fetched on the way (the position "end" resolves to can be short of the
@@ -127,7 +120,7 @@ pub fn partition_ends(brokers: &str, topic: &str) -> Result<BTreeMap<i32, i64>, 
                 .filter(|p| !seen.contains_key(p))
                 .copied()
                 .collect();
-            return Err(TransformError::EndsUnknown {
+            return Err(BrokerError::EndsUnknown {
                 topic: topic.to_owned(),
                 partitions: unanswered,
             });

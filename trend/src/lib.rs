@@ -10,20 +10,21 @@
 //! re-run recomputes only series with new observations (or new settings).
 
 pub mod detect;
+mod error;
 mod plot;
 
-use crate::columns::{metric_regex, micros, quote, strings};
-use crate::engine::Engine;
-use crate::error::QueryError;
-use crate::lake;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
     UInt32Array, UInt64Array,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
+pub use error::TrendError;
 use futures::StreamExt;
-use lkplake_schemas::tables::{CHANGES, TREND_SERIES};
+use lkplake_lake::derived;
+use lkplake_query::Engine;
+use lkplake_query::columns::{metric_regex, micros, quote, strings};
+use lkplake_schemas::tables::{CHANGES, CHANGES_TABLE, TREND_SERIES, TREND_SERIES_TABLE};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -151,9 +152,9 @@ struct Saved {
     settings: String,
 }
 
-async fn saved_state(engine: &Engine) -> Result<HashMap<SeriesKey, Saved>, QueryError> {
+async fn saved_state(engine: &Engine) -> Result<HashMap<SeriesKey, Saved>, TrendError> {
     let mut state = HashMap::new();
-    if !engine.has_table("trend_series") {
+    if !engine.has_table(TREND_SERIES_TABLE) {
         return Ok(state);
     }
     let batches = engine
@@ -191,8 +192,8 @@ async fn saved_state(engine: &Engine) -> Result<HashMap<SeriesKey, Saved>, Query
     Ok(state)
 }
 
-async fn saved_changes(engine: &Engine) -> Result<Vec<Change>, QueryError> {
-    if !engine.has_table("changes") {
+async fn saved_changes(engine: &Engine) -> Result<Vec<Change>, TrendError> {
+    if !engine.has_table(CHANGES_TABLE) {
         return Ok(Vec::new());
     }
     let batches = engine.sql("SELECT * FROM changes").await?.collect().await?;
@@ -201,7 +202,10 @@ async fn saved_changes(engine: &Engine) -> Result<Vec<Change>, QueryError> {
         let col = |name: &str| {
             b.column_by_name(name)
                 .cloned()
-                .ok_or_else(|| QueryError::Config(format!("changes table lacks column {name}")))
+                .ok_or_else(|| TrendError::MissingColumn {
+                    table: CHANGES_TABLE,
+                    column: name.to_owned(),
+                })
         };
         let (t, m, p, me) = (
             strings(&col("testcase")?)?,
@@ -214,7 +218,7 @@ async fn saved_changes(engine: &Engine) -> Result<Vec<Change>, QueryError> {
             strings(&col("last_commit_before")?)?,
             strings(&col("first_commit_after")?)?,
         );
-        let floats = |name: &str| -> Result<Float64Array, QueryError> {
+        let floats = |name: &str| -> Result<Float64Array, TrendError> {
             Ok(cast(&col(name)?, &DataType::Float64)?
                 .as_primitive::<Float64Type>()
                 .clone())
@@ -322,7 +326,7 @@ pub async fn run(
     engine: &Engine,
     config: &TrendConfig,
     progress: Progress<'_>,
-) -> Result<(TrendSummary, Vec<Change>), QueryError> {
+) -> Result<(TrendSummary, Vec<Change>), TrendError> {
     let fingerprint = config.fingerprint();
     let state = if config.full {
         HashMap::new()
@@ -500,13 +504,16 @@ pub async fn run(
     changes.sort_by(|a, b| (&a.series, a.time).cmp(&(&b.series, b.time)));
     saved.sort_by(|a, b| a.0.cmp(&b.0));
     if summary.analysed > 0 || config.full {
-        lake::overwrite(engine.root(), "changes", changes_batch(&changes)?).await?;
-        lake::overwrite(engine.root(), "trend_series", state_batch(&saved)?).await?;
+        // Two tables, two commits: `changes` first. A crash between them leaves the old state,
+        // so the next run recomputes these series and writes `changes` again; the other order
+        // would record them as analysed with their changes never written.
+        derived::overwrite(engine.url(), CHANGES_TABLE, changes_batch(&changes)?).await?;
+        derived::overwrite(engine.url(), TREND_SERIES_TABLE, state_batch(&saved)?).await?;
         engine.refresh().await?;
     }
 
     if let Some(dir) = &config.plot_dir {
-        std::fs::create_dir_all(dir).map_err(|source| QueryError::Io {
+        std::fs::create_dir_all(dir).map_err(|source| TrendError::Io {
             what: format!("creating {}", dir.display()),
             source,
         })?;
@@ -543,8 +550,8 @@ pub async fn run(
     Ok((summary, matching))
 }
 
-fn worker_failed(e: tokio::task::JoinError) -> QueryError {
-    QueryError::Config(format!("trend worker failed: {e}"))
+fn worker_failed(e: tokio::task::JoinError) -> TrendError {
+    TrendError::Worker(e.to_string())
 }
 
 /// What the workers found so far, booked as their chunks come back.
@@ -585,7 +592,7 @@ impl Booked<'_> {
     }
 }
 
-fn changes_batch(changes: &[Change]) -> Result<RecordBatch, QueryError> {
+fn changes_batch(changes: &[Change]) -> Result<RecordBatch, TrendError> {
     let text = |f: &dyn Fn(&Change) -> &str| -> ArrayRef {
         Arc::new(StringArray::from_iter_values(changes.iter().map(f)))
     };
@@ -628,7 +635,7 @@ fn changes_batch(changes: &[Change]) -> Result<RecordBatch, QueryError> {
     )?)
 }
 
-fn state_batch(saved: &[(SeriesKey, Saved)]) -> Result<RecordBatch, QueryError> {
+fn state_batch(saved: &[(SeriesKey, Saved)]) -> Result<RecordBatch, TrendError> {
     let text = |f: &dyn Fn(&(SeriesKey, Saved)) -> &str| -> ArrayRef {
         Arc::new(StringArray::from_iter_values(saved.iter().map(f)))
     };

@@ -3,7 +3,7 @@
 
 use super::Exporter;
 use super::exposition::Format;
-use crate::error::QueryError;
+use crate::ServeError;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderValue};
@@ -18,11 +18,12 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 /// Binds `listen`, so a taken port is reported before the server says it is up.
-pub async fn bind(listen: SocketAddr) -> Result<TcpListener, QueryError> {
+pub async fn bind(listen: SocketAddr) -> Result<TcpListener, ServeError> {
     TcpListener::bind(listen)
         .await
-        .map_err(|source| QueryError::Io {
-            what: format!("binding the exporter to {listen} (is another server using the port? pick one with --http)"),
+        .map_err(|source| ServeError::Bind {
+            what: "the Prometheus exporter (--http)",
+            listen,
             source,
         })
 }
@@ -32,7 +33,7 @@ pub async fn serve(
     exporter: Arc<Exporter>,
     listener: TcpListener,
     shutdown: impl Future<Output = ()>,
-) -> Result<(), QueryError> {
+) -> Result<(), ServeError> {
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {

@@ -1,8 +1,11 @@
-//! Deterministic synthetic kernel test robot performance reports, for benchmarks and tests.
+//! `lkplake-synth`: deterministic synthetic kernel test robot performance reports, for
+//! benchmarks, demos and tests. A crate of its own so the 3,800 lines of the generator are
+//! compiled only into what generates data (`lkplake gen`, benchmarks), never into the parser
+//! or its fuzz target.
 //!
 //! Real reports are scarce (the shipped corpus holds a few dozen) and carry no ground truth,
 //! so neither the parser's throughput at scale nor the lake's trend analysis can be measured on
-//! them alone. This module writes as many reports as asked for, in the exact layouts the robot
+//! them alone. This crate writes as many reports as asked for, in the exact layouts the robot
 //! used (the 2019 – early 2023 "Greeting, FYI, we noticed ... due to commit:" mails and the
 //! modern "kernel test robot noticed ... on:" ones), over series whose levels are known, with
 //! steps planted on purpose at known reports.
@@ -3479,7 +3482,7 @@ fn render_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parser::{Parsed, parse_message};
+    use lkplake_ingest::parser::{Parsed, parse_message};
     use lkplake_schemas::{Report, Source};
     use std::collections::HashMap;
 

@@ -3,11 +3,11 @@
 //! exporter scrapes, so backfilled history and live scrapes line up in Prometheus.
 
 use super::exposition::{Family, Format, write_sample};
-use crate::columns::{floats, micros, quote, strings};
-use crate::engine::Engine;
-use crate::error::QueryError;
+use crate::ServeError;
 use datafusion::arrow::array::AsArray;
 use futures::StreamExt;
+use lkplake_query::Engine;
+use lkplake_query::columns::{floats, micros, quote, strings};
 use std::io::Write;
 
 /// Which history to export.
@@ -34,7 +34,7 @@ pub async fn export(
     engine: &Engine,
     config: &HistoryConfig,
     out: &mut dyn Write,
-) -> Result<HistorySummary, QueryError> {
+) -> Result<HistorySummary, ServeError> {
     let mut filters = vec![
         "role = 'head'".to_owned(),
         "time IS NOT NULL".to_owned(),
@@ -50,7 +50,7 @@ pub async fn export(
          ORDER BY is_headline DESC, testcase, machine, params, metric, time",
         filters.join(" AND ")
     );
-    let io = |source| QueryError::Io {
+    let io = |source| ServeError::Io {
         what: "writing the export".to_owned(),
         source,
     };

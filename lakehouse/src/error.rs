@@ -1,0 +1,43 @@
+//! Errors of the lake, each naming the table or path and what to check.
+
+use deltalake::DeltaTableError;
+use deltalake::datafusion::error::DataFusionError;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LakeError {
+    #[error("lake at {path}: {source}; check that the directory is writable")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{url} is not a lake location: {reason}")]
+    Url { url: String, reason: String },
+    #[error(
+        "no lake table at {table}: run `lkplake run` or `lkplake transform --lake {lake}` first"
+    )]
+    NoLake { lake: String, table: String },
+    #[error("lake table {table}: {source}")]
+    Delta {
+        table: &'static str,
+        source: DeltaTableError,
+    },
+    #[error("lake table {table}: query failed: {source}")]
+    Query {
+        table: &'static str,
+        source: Box<DataFusionError>,
+    },
+}
+
+impl LakeError {
+    pub(crate) fn delta(table: &'static str) -> impl Fn(DeltaTableError) -> Self + Copy {
+        move |source| Self::Delta { table, source }
+    }
+
+    pub(crate) fn query(table: &'static str) -> impl Fn(DataFusionError) -> Self + Copy {
+        move |source| Self::Query {
+            table,
+            source: Box::new(source),
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! `lkplake-lake`: the lake and the only code that writes it.
+//!
+//! A lake is a root addressed by URL ([`LakeUrl`]; a plain path is a `file://` URL) holding one
+//! Delta table per name in [`lkplake_schemas::tables`]. [`Lake`] is the writer's view: it
+//! creates the tables, appends batches in Delta commits that record the Kafka offsets they cover
+//! (`txn` actions, the pattern of kafka-delta-ingest), reads that progress back, and compacts.
+//! [`LakeTables`] is the reader's view: it never creates a table and follows new commits.
+//! [`derived::overwrite`] replaces the small tables the read side derives (`lkplake trend`'s).
+//!
+//! Keeping every write here means one place decides file layout, writer properties and commit
+//! order, and the read side cannot change what the exactly-once bookkeeping relies on.
+
+pub mod derived;
+mod error;
+mod location;
+mod reader;
+mod writer;
+
+pub use error::LakeError;
+pub use location::LakeUrl;
+pub use reader::{LakeTables, TableHealth};
+pub use writer::{CompactSummary, Lake, Progress, app_id};
+
+/// Re-exported for callers that build commits: the Kafka offsets a commit covers.
+pub use deltalake::kernel::Transaction;

@@ -1,0 +1,177 @@
+//! The reader's lake: the tables opened for reading and followed as writers commit. A reader
+//! never creates a table, so a wrong `--lake` is an error rather than an empty lake.
+
+use crate::writer::txn_version;
+use crate::{LakeError, LakeUrl, Progress, app_id};
+use deltalake::datafusion::catalog::TableProvider;
+use deltalake::{DeltaTable, DeltaTableBuilder};
+use lkplake_schemas::tables::{CHANGES_TABLE, METRICS_TABLE, REPORTS_TABLE, TREND_SERIES_TABLE};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The tables the transformer writes, in the order [`LakeTables::versions`] lists them.
+pub const TABLES: [&str; 2] = [METRICS_TABLE, REPORTS_TABLE];
+
+/// Tables `lkplake trend` writes; served once they exist.
+pub const TREND_TABLES: [&str; 2] = [CHANGES_TABLE, TREND_SERIES_TABLE];
+
+/// Opens an existing table, or `None` when the lake has no table `name` (yet).
+pub(crate) async fn open_existing(
+    lake: &LakeUrl,
+    name: &'static str,
+) -> Result<Option<DeltaTable>, LakeError> {
+    if let Some(path) = lake.local_table(name) {
+        // The local store cannot even be built on a directory that does not exist.
+        if !path.join("_delta_log").is_dir() {
+            return Ok(None);
+        }
+    }
+    let mut table = DeltaTableBuilder::from_url(lake.table(name)?)
+        .and_then(DeltaTableBuilder::build)
+        .map_err(LakeError::delta(name))?;
+    match table.load().await {
+        Ok(()) => Ok(Some(table)),
+        Err(deltalake::DeltaTableError::NotATable(_)) => Ok(None),
+        Err(source) => Err(LakeError::Delta {
+            table: name,
+            source,
+        }),
+    }
+}
+
+/// A table's loaded version and its commit time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableHealth {
+    pub name: &'static str,
+    pub version: Option<u64>,
+    /// Milliseconds since the epoch.
+    pub committed_ms: Option<i64>,
+}
+
+/// The lake's tables at some version.
+#[derive(Debug)]
+pub struct LakeTables {
+    url: LakeUrl,
+    tables: Vec<(&'static str, DeltaTable)>,
+}
+
+impl LakeTables {
+    /// Opens the tables of the lake at `url`. Unlike the writer, a reader never creates a
+    /// lake: a wrong path should say so rather than serve an empty one.
+    pub async fn open(url: &LakeUrl) -> Result<Self, LakeError> {
+        let mut tables = Vec::with_capacity(TABLES.len());
+        for name in TABLES {
+            let Some(table) = open_existing(url, name).await? else {
+                return Err(LakeError::NoLake {
+                    lake: url.to_string(),
+                    table: url.table(name)?.to_string(),
+                });
+            };
+            tables.push((name, table));
+        }
+        let mut lake = Self {
+            url: url.clone(),
+            tables,
+        };
+        lake.open_new_tables().await?;
+        Ok(lake)
+    }
+
+    /// Opens trend tables created since the lake was opened.
+    async fn open_new_tables(&mut self) -> Result<bool, LakeError> {
+        let mut opened = false;
+        for name in TREND_TABLES {
+            if self.tables.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            if let Some(table) = open_existing(&self.url, name).await? {
+                self.tables.push((name, table));
+                opened = true;
+            }
+        }
+        Ok(opened)
+    }
+
+    /// Whether `name` is one of the open tables.
+    pub fn has(&self, name: &str) -> bool {
+        self.tables.iter().any(|(n, _)| *n == name)
+    }
+
+    /// Where the lake is.
+    pub fn url(&self) -> &LakeUrl {
+        &self.url
+    }
+
+    /// The version of each table, in [`TABLES`] order.
+    pub fn versions(&self) -> Vec<Option<u64>> {
+        self.tables.iter().map(|(_, t)| t.version()).collect()
+    }
+
+    /// Each table's loaded version and when it was committed.
+    pub fn health(&self) -> Vec<TableHealth> {
+        self.tables
+            .iter()
+            .map(|(name, table)| {
+                let version = table.version();
+                let committed_ms = version
+                    .and_then(|v| table.snapshot().ok().and_then(|s| s.version_timestamp(v)));
+                TableHealth {
+                    name,
+                    version,
+                    committed_ms,
+                }
+            })
+            .collect()
+    }
+
+    /// Loads commits made since the last load; true when any table moved.
+    pub async fn refresh(&mut self) -> Result<bool, LakeError> {
+        let opened = self.open_new_tables().await?;
+        let before = self.versions();
+        for (name, table) in &mut self.tables {
+            table.update_state().await.map_err(LakeError::delta(name))?;
+        }
+        Ok(opened || self.versions() != before)
+    }
+
+    /// The transformer's progress recorded for each partition of `topic`, as of the loaded
+    /// versions.
+    pub async fn progress(
+        &self,
+        topic: &str,
+        partitions: &[i32],
+    ) -> Result<HashMap<i32, Progress>, LakeError> {
+        let table = |name: &str| self.tables.iter().find(|(n, _)| *n == name);
+        let (Some((_, metrics)), Some((_, reports))) = (table(METRICS_TABLE), table(REPORTS_TABLE))
+        else {
+            return Ok(HashMap::new());
+        };
+        let mut out = HashMap::new();
+        for &partition in partitions {
+            let id = app_id(topic, partition);
+            out.insert(
+                partition,
+                Progress {
+                    metrics: txn_version(metrics, METRICS_TABLE, &id).await?,
+                    reports: txn_version(reports, REPORTS_TABLE, &id).await?,
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    /// A table provider per table, frozen at the loaded versions.
+    pub async fn providers(
+        &self,
+    ) -> Result<Vec<(&'static str, Arc<dyn TableProvider>)>, LakeError> {
+        let mut providers = Vec::with_capacity(self.tables.len());
+        for (name, table) in &self.tables {
+            let provider = table
+                .table_provider()
+                .await
+                .map_err(LakeError::query(name))?;
+            providers.push((*name, provider));
+        }
+        Ok(providers)
+    }
+}

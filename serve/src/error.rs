@@ -1,0 +1,45 @@
+//! Errors of the server, each naming what failed and what to do about it.
+
+use datafusion::arrow::error::ArrowError;
+use datafusion::error::DataFusionError;
+use lkplake_kafka::BrokerError;
+use lkplake_lake::LakeError;
+use lkplake_query::QueryError;
+use std::net::SocketAddr;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error(transparent)]
+    Broker(#[from] BrokerError),
+    #[error(
+        "listening on {listen} needs a password: pass --password (or LKPLAKE_PG_PASSWORD), or listen on 127.0.0.1"
+    )]
+    NeedsPassword { listen: SocketAddr },
+    #[error("cannot listen on {listen} for {what}: {source}; is another server using the port?")]
+    Bind {
+        what: &'static str,
+        listen: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("{what} failed: {reason}")]
+    Worker { what: &'static str, reason: String },
+    #[error("{0}")]
+    DataFusion(Box<DataFusionError>),
+    #[error("encoding results: {0}")]
+    Arrow(#[from] ArrowError),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+}
+
+impl From<DataFusionError> for ServeError {
+    fn from(e: DataFusionError) -> Self {
+        Self::DataFusion(Box::new(e))
+    }
+}

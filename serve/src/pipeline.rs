@@ -1,0 +1,171 @@
+//! How far the pipeline has got, read from Kafka and the lake: what producers have written to
+//! the reports and dead-letter topics, and how much of each reports partition the lake already
+//! covers. `lkplake serve --http --brokers …` exposes it as the `lkp_pipeline_*` families; it
+//! needs no cooperation from running ingest or transform processes.
+
+use crate::ServeError;
+use crate::exporter::{Exporter, Family};
+use lkplake_kafka::{BrokerError, watermarks};
+use lkplake_lake::{LakeTables, LakeUrl};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::BaseConsumer;
+use std::sync::Arc;
+
+/// One partition of the reports topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionHealth {
+    pub partition: i32,
+    /// Offset the next produced message will get.
+    pub high_watermark: i64,
+    /// First offset not yet in the lake.
+    pub next_in_lake: i64,
+}
+
+impl PartitionHealth {
+    /// Messages produced but not yet in the lake.
+    pub fn lag(&self) -> i64 {
+        (self.high_watermark - self.next_in_lake).max(0)
+    }
+}
+
+/// The pipeline as Kafka and the lake see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineHealth {
+    pub topic: String,
+    pub partitions: Vec<PartitionHealth>,
+    pub dlq_topic: String,
+    /// Messages ever written to the dead-letter topic (absent when it does not exist yet).
+    pub dead_letters: Option<i64>,
+}
+
+impl PipelineHealth {
+    /// Messages ever written to the reports topic.
+    pub fn produced(&self) -> i64 {
+        self.partitions.iter().map(|p| p.high_watermark).sum()
+    }
+}
+
+/// Which topics of which brokers the probe reads.
+#[derive(Debug, Clone)]
+pub struct PipelineTopics {
+    pub brokers: String,
+    pub topic: String,
+    pub dlq_topic: String,
+}
+
+/// Reads the pipeline's health again and again with one Kafka client and the lake's tables.
+pub struct PipelineProbe {
+    consumer: BaseConsumer,
+    topics: PipelineTopics,
+    lake: LakeTables,
+}
+
+impl std::fmt::Debug for PipelineProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PipelineProbe")
+            .field("topics", &self.topics)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PipelineProbe {
+    pub async fn new(topics: PipelineTopics, lake: &LakeUrl) -> Result<Self, ServeError> {
+        let consumer = ClientConfig::new()
+            .set("bootstrap.servers", &topics.brokers)
+            .set("group.id", "lkplake-health")
+            .create()
+            .map_err(|source| BrokerError::Client {
+                brokers: topics.brokers.clone(),
+                source: Box::new(source),
+            })?;
+        Ok(Self {
+            consumer,
+            topics,
+            lake: LakeTables::open(lake).await?,
+        })
+    }
+
+    /// The topics' high watermarks and the lake's recorded progress, after loading the lake's
+    /// commits since the last call. Needs a multi-threaded runtime: rdkafka's calls block.
+    pub async fn read(&mut self) -> Result<PipelineHealth, ServeError> {
+        let PipelineTopics {
+            brokers,
+            topic,
+            dlq_topic,
+        } = &self.topics;
+        let (reports, dlq) = tokio::task::block_in_place(|| {
+            Ok::<_, BrokerError>((
+                watermarks(&self.consumer, brokers, topic)?,
+                watermarks(&self.consumer, brokers, dlq_topic)?,
+            ))
+        })?;
+        self.lake.refresh().await?;
+        let ids: Vec<i32> = reports.iter().map(|w| w.partition).collect();
+        let progress = self.lake.progress(topic, &ids).await?;
+        let partitions = reports
+            .into_iter()
+            .map(|w| PartitionHealth {
+                partition: w.partition,
+                high_watermark: w.high,
+                next_in_lake: progress.get(&w.partition).map_or(0, |p| p.resume_at()),
+            })
+            .collect();
+        Ok(PipelineHealth {
+            topic: topic.clone(),
+            partitions,
+            dlq_topic: dlq_topic.clone(),
+            dead_letters: (!dlq.is_empty()).then(|| dlq.iter().map(|w| w.high).sum()),
+        })
+    }
+
+    /// Reads the health into the exporter's pipeline families; while Kafka cannot be reached,
+    /// `lkp_pipeline_up` is 0 and the other pipeline families are absent.
+    pub async fn publish(&mut self, exporter: &Arc<Exporter>) {
+        exporter.set_pipeline(match self.read().await {
+            Ok(health) => families(&health),
+            Err(e) => {
+                tracing::warn!("exporter: reading the pipeline's health failed: {e}");
+                vec![up(0.0)]
+            }
+        });
+    }
+}
+
+fn up(value: f64) -> Family {
+    Family::gauge(
+        "lkp_pipeline_up",
+        "1 when Kafka and the lake's progress could be read at the last refresh.",
+    )
+    .with(vec![], value)
+}
+
+fn families(health: &PipelineHealth) -> Vec<Family> {
+    let mut produced = Family::counter(
+        "lkp_ingest_messages",
+        "Messages producers wrote to the topic: parsed reports, or dead letters.",
+    )
+    .with(
+        vec![("topic", health.topic.clone())],
+        health.produced() as f64,
+    );
+    if let Some(dead) = health.dead_letters {
+        produced = produced.with(vec![("topic", health.dlq_topic.clone())], dead as f64);
+    }
+    let mut next = Family::gauge(
+        "lkp_transform_next_offset",
+        "First offset of each reports partition not yet in the lake.",
+    );
+    let mut lag = Family::gauge(
+        "lkp_transform_lag_messages",
+        "Messages of each reports partition produced but not yet in the lake.",
+    );
+    for p in &health.partitions {
+        let labels = vec![
+            ("topic", health.topic.clone()),
+            ("partition", p.partition.to_string()),
+        ];
+        next = next.with(labels.clone(), p.next_in_lake as f64);
+        lag = lag.with(labels, p.lag() as f64);
+    }
+    vec![up(1.0), produced, next, lag]
+}

@@ -1,0 +1,457 @@
+//! The transformer's exactly-once bookkeeping, with no Kafka in it: which messages are new,
+//! which copies of a report are duplicates, what a commit covers, and what to drop when
+//! partitions move to another member. The consumer loop ([`crate::consumer`]) feeds it
+//! messages and rebalances and carries out what it answers (seek a partition, commit offsets),
+//! so every rule here is unit-tested against a local Delta table, the way kafka-delta-ingest
+//! tests its `offsets.rs`.
+//!
+//! Exactly once without Kafka transactions: every lake commit records, per topic partition,
+//! the last offset it covers (Delta `txn`); a message at or below that offset is already in
+//! the lake and is skipped. Kafka's committed offsets only shorten the replay after a restart.
+
+use crate::TransformError;
+use crate::normalize::{Normalizer, Tables};
+use crate::tracker::{Check, Limits, Tracker, Verdict};
+use lkplake_lake::{Lake, Progress, Transaction, app_id};
+use lkplake_schemas::Report;
+use lkplake_schemas::metric::DirectionTable;
+use rdkafka::Offset;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Instant;
+
+/// What a transform run did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TransformSummary {
+    /// Messages read from Kafka.
+    pub messages: u64,
+    /// Messages skipped because the lake already covers their offset (a replay).
+    pub already_in_lake: u64,
+    /// Reports written.
+    pub reports: u64,
+    /// Copies of a report already in the lake (re-sent or quoted), skipped.
+    pub duplicates: u64,
+    /// Quoted copies in the lake replaced by their original.
+    pub replaced_quoted: u64,
+    /// Messages that were not a valid report JSON (kept in Kafka, logged).
+    pub undecodable: u64,
+    /// Times the consumer was rewound over a gap in a partition's offsets.
+    pub rewinds: u64,
+    /// `metrics` rows written.
+    pub metric_rows: u64,
+    /// Lake commits (each covering both tables).
+    pub commits: u64,
+}
+
+/// A consumed message waiting for the next lake commit.
+#[derive(Debug)]
+struct Pending {
+    partition: i32,
+    offset: i64,
+    report: Option<Report>,
+    tables: Tables,
+}
+
+/// What the lake and the buffer know about one report key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    Original,
+    Quoted,
+}
+
+/// A seek the consumer must make so the broker sends a partition's missing messages again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seek {
+    pub partition: i32,
+    pub to: Offset,
+}
+
+/// The bookkeeping of one transformer over one lake and one topic.
+#[derive(Debug)]
+pub struct Ledger {
+    topic: String,
+    directions: DirectionTable,
+    lake: Lake,
+    /// Keys committed to the lake.
+    lake_keys: HashMap<String, Seen>,
+    /// Lake progress of the partitions seen since the last rebalance.
+    progress: HashMap<i32, Progress>,
+    /// Next offset per assigned partition, gaps, stalls and the drained decision.
+    tracker: Tracker,
+    buffer: Vec<Pending>,
+    /// Keys in the buffer, with the index of their entry.
+    buffered_keys: HashMap<String, usize>,
+    /// Last buffered offset per partition.
+    buffered_to: HashMap<i32, i64>,
+    /// Keys in the lake to delete before the next commit (quoted copies being replaced).
+    replace: HashSet<String>,
+    buffered_rows: usize,
+    oldest: Option<Instant>,
+    summary: TransformSummary,
+}
+
+fn rows_of(report: &Report) -> usize {
+    report
+        .tests
+        .iter()
+        .map(|t| t.rows.len() * t.commits.len())
+        .sum()
+}
+
+async fn load_keys(lake: &Lake) -> Result<HashMap<String, Seen>, TransformError> {
+    Ok(lake
+        .report_keys()
+        .await?
+        .into_iter()
+        .map(|(k, quoted)| (k, if quoted { Seen::Quoted } else { Seen::Original }))
+        .collect())
+}
+
+impl Ledger {
+    /// Bookkeeping for `topic` over `lake`, knowing every report key the lake holds.
+    pub async fn open(
+        lake: Lake,
+        topic: &str,
+        directions: DirectionTable,
+        limits: Limits,
+        now: Instant,
+    ) -> Result<Self, TransformError> {
+        let lake_keys = load_keys(&lake).await?;
+        Ok(Self {
+            topic: topic.to_owned(),
+            directions,
+            lake,
+            lake_keys,
+            progress: HashMap::new(),
+            tracker: Tracker::new(limits, now),
+            buffer: Vec::new(),
+            buffered_keys: HashMap::new(),
+            buffered_to: HashMap::new(),
+            replace: HashSet::new(),
+            buffered_rows: 0,
+            oldest: None,
+            summary: TransformSummary::default(),
+        })
+    }
+
+    pub fn summary(&self) -> &TransformSummary {
+        &self.summary
+    }
+
+    pub fn into_summary(self) -> TransformSummary {
+        self.summary
+    }
+
+    /// `metrics` rows waiting for the next commit.
+    pub fn buffered_rows(&self) -> usize {
+        self.buffered_rows
+    }
+
+    /// When the oldest message waiting for the next commit was buffered.
+    pub fn oldest(&self) -> Option<Instant> {
+        self.oldest
+    }
+
+    /// The partition tracker, for end-of-partition events and quiet checks.
+    pub fn tracker(&mut self) -> &mut Tracker {
+        &mut self.tracker
+    }
+
+    /// Counts a seek the consumer made.
+    pub fn rewound(&mut self) {
+        self.summary.rewinds += 1;
+    }
+
+    async fn progress_of(&mut self, partition: i32) -> Result<Progress, TransformError> {
+        if let Some(p) = self.progress.get(&partition) {
+            return Ok(*p);
+        }
+        let loaded = self.lake.progress(&self.topic, &[partition]).await?;
+        let p = loaded.get(&partition).copied().unwrap_or_default();
+        self.progress.insert(partition, p);
+        Ok(p)
+    }
+
+    /// Takes one message. Returns the seek to make when the message reveals a gap before it.
+    pub async fn accept(
+        &mut self,
+        partition: i32,
+        offset: i64,
+        payload: Option<&[u8]>,
+        now: Instant,
+    ) -> Result<Option<Seek>, TransformError> {
+        self.summary.messages += 1;
+        let progress = self.progress_of(partition).await?;
+        if self.tracker.next(partition).is_none() {
+            let buffered = self.buffered_to.get(&partition).map(|b| b + 1);
+            let next = buffered.map_or(progress.resume_at(), |b| b.max(progress.resume_at()));
+            self.tracker.resume(partition, next);
+        }
+        match self.tracker.on_message(partition, offset, now) {
+            Verdict::Take => {}
+            Verdict::Skip => {
+                self.summary.already_in_lake += 1;
+                return Ok(None);
+            }
+            Verdict::Rewind(to) => {
+                // Tansu 0.6.0 answers a fetch from the middle of a record batch with the next
+                // batch; after the seek, the tracker skips what the lake or buffer holds.
+                tracing::warn!(
+                    partition,
+                    offset,
+                    expected = self.tracker.next(partition),
+                    ?to,
+                    "gap in the partition: rewinding before the first missing offset"
+                );
+                return Ok(Some(Seek { partition, to }));
+            }
+            Verdict::Fail(missing) => {
+                return Err(TransformError::Incomplete {
+                    topic: self.topic.clone(),
+                    missing: vec![missing],
+                });
+            }
+        }
+        let tables = Tables {
+            metrics: progress.metrics.is_none_or(|m| offset > m),
+            reports: progress.reports.is_none_or(|r| offset > r),
+        };
+        let report = match payload.map(serde_json::from_slice::<Report>) {
+            Some(Ok(report)) => Some(report),
+            other => {
+                let reason = match other {
+                    Some(Err(e)) => e.to_string(),
+                    _ => "empty message".to_owned(),
+                };
+                tracing::error!(partition, offset, %reason, "not a report JSON; left in Kafka, skipped");
+                self.summary.undecodable += 1;
+                None
+            }
+        };
+        let report = report.and_then(|r| self.deduplicate(r));
+        if let Some(r) = &report {
+            if tables.metrics {
+                self.buffered_rows += rows_of(r);
+            }
+            self.buffered_keys
+                .insert(r.report_key.clone(), self.buffer.len());
+        }
+        // Every message is buffered, report or not, so its offset is recorded in the lake.
+        // Offsets only grow past `buffered_to` here (smaller ones were skipped above).
+        self.buffered_to.insert(partition, offset);
+        self.buffer.push(Pending {
+            partition,
+            offset,
+            report,
+            tables,
+        });
+        self.oldest.get_or_insert(now);
+        Ok(None)
+    }
+
+    /// Keeps a report unless the lake or the buffer already has it; an original replaces a
+    /// quoted copy.
+    fn deduplicate(&mut self, report: Report) -> Option<Report> {
+        let incoming = if report.quoted {
+            Seen::Quoted
+        } else {
+            Seen::Original
+        };
+        if let Some(&i) = self.buffered_keys.get(&report.report_key) {
+            let held = self.buffer.get_mut(i).and_then(|p| p.report.as_mut());
+            match held {
+                Some(held) if held.quoted && incoming == Seen::Original => {
+                    self.summary.replaced_quoted += 1;
+                    *held = report;
+                }
+                _ => self.summary.duplicates += 1,
+            }
+            return None;
+        }
+        match self.lake_keys.get(&report.report_key) {
+            None => Some(report),
+            Some(Seen::Quoted) if incoming == Seen::Original => {
+                self.summary.replaced_quoted += 1;
+                self.replace.insert(report.report_key.clone());
+                Some(report)
+            }
+            Some(_) => {
+                self.summary.duplicates += 1;
+                None
+            }
+        }
+    }
+
+    /// After a rebalance: drop what belongs to partitions another member now owns (it replays
+    /// them from the lake's progress) and forget cached progress, which that member may move.
+    /// `None` is the moment between revocation and the new assignment (eager protocol):
+    /// nothing is dropped then, since partitions we get back continue where they were.
+    pub async fn reconcile(
+        &mut self,
+        assigned: Option<HashSet<i32>>,
+        now: Instant,
+    ) -> Result<(), TransformError> {
+        let Some(assigned) = assigned else {
+            tracing::info!("rebalance: no partition assigned here");
+            self.tracker.assign([], now);
+            return Ok(());
+        };
+        tracing::info!(?assigned, "rebalance: partitions assigned here");
+        self.tracker.assign(assigned.iter().copied(), now);
+        let dropped = self.retain_buffer(|p| assigned.contains(&p.partition));
+        if dropped > 0 {
+            tracing::info!(
+                dropped,
+                "partitions moved to another member: dropped their buffered messages"
+            );
+        }
+        self.progress.clear();
+        self.lake.refresh().await?;
+        self.lake_keys = load_keys(&self.lake).await?;
+        Ok(())
+    }
+
+    /// Compares every partition's real end with the lake; the tracker decides what to do.
+    /// Returns the decision and the lake's next offset per partition, for the log.
+    pub async fn check(
+        &mut self,
+        ends: &BTreeMap<i32, i64>,
+        now: Instant,
+    ) -> Result<(Check, BTreeMap<i32, i64>), TransformError> {
+        self.lake.refresh().await?;
+        let partitions: Vec<i32> = ends.keys().copied().collect();
+        let lake: BTreeMap<i32, i64> = self
+            .lake
+            .progress(&self.topic, &partitions)
+            .await?
+            .into_iter()
+            .map(|(p, progress)| (p, progress.resume_at()))
+            .collect();
+        Ok((self.tracker.check(ends, &lake, now), lake))
+    }
+
+    /// Keeps the buffered messages `keep` accepts and rebuilds what is derived from the
+    /// buffer; returns how many were dropped.
+    fn retain_buffer(&mut self, keep: impl Fn(&Pending) -> bool) -> usize {
+        let before = self.buffer.len();
+        self.buffer.retain(|p| keep(p));
+        let dropped = before - self.buffer.len();
+        if dropped > 0 {
+            self.rebuild_buffer_index();
+        }
+        dropped
+    }
+
+    fn rebuild_buffer_index(&mut self) {
+        self.buffered_to.clear();
+        for p in &self.buffer {
+            let last = self.buffered_to.entry(p.partition).or_insert(p.offset);
+            *last = (*last).max(p.offset);
+        }
+        self.buffered_keys = self
+            .buffer
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.report.as_ref().map(|r| (r.report_key.clone(), i)))
+            .collect();
+        self.buffered_rows = self
+            .buffer
+            .iter()
+            .filter(|p| p.tables.metrics)
+            .filter_map(|p| p.report.as_ref())
+            .map(rows_of)
+            .sum();
+        self.replace.retain(|k| self.buffered_keys.contains_key(k));
+    }
+
+    /// Commits the buffer to the lake. Returns, per partition, the next offset to consume,
+    /// for the consumer to commit to Kafka (empty when there was nothing to commit).
+    pub async fn flush(&mut self) -> Result<BTreeMap<i32, i64>, TransformError> {
+        if self.buffer.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        // Someone else may have committed these partitions since we read their progress
+        // (a rebalance we have not seen yet): re-read and drop what the lake already has.
+        self.lake.refresh().await?;
+        let partitions: Vec<i32> = self
+            .buffer
+            .iter()
+            .map(|p| p.partition)
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let fresh = self.lake.progress(&self.topic, &partitions).await?;
+        let dropped = self.retain_buffer(|p| {
+            p.offset
+                >= fresh
+                    .get(&p.partition)
+                    .copied()
+                    .unwrap_or_default()
+                    .resume_at()
+        });
+        if dropped > 0 {
+            tracing::warn!(dropped, "another transformer committed these offsets first");
+        }
+
+        let last = std::mem::take(&mut self.buffered_to);
+        let txns: Vec<Transaction> = last
+            .iter()
+            .map(|(&partition, &offset)| Transaction::new(app_id(&self.topic, partition), offset))
+            .collect();
+        let pending = std::mem::take(&mut self.buffer);
+        let directions = self.directions.clone();
+        // Normalizing is CPU work: off the async runtime.
+        let (batches, pending) = tokio::task::spawn_blocking(move || {
+            let mut normalizer = Normalizer::new(directions);
+            for p in &pending {
+                if let Some(report) = &p.report {
+                    normalizer.push_into(report, p.tables);
+                }
+            }
+            (normalizer.finish(), pending)
+        })
+        .await
+        .map_err(|e| TransformError::Worker(e.to_string()))?;
+        let batches = batches.map_err(TransformError::Normalize)?;
+        let metric_rows = batches.metrics.num_rows() as u64;
+
+        let replace: Vec<String> = self.replace.drain().collect();
+        self.lake.delete_reports(&replace).await?;
+        self.lake
+            .commit(batches.metrics, batches.reports, &txns)
+            .await?;
+
+        self.summary.commits += 1;
+        self.summary.metric_rows += metric_rows;
+        for p in pending {
+            if let Some(report) = p.report {
+                self.summary.reports += 1;
+                let seen = if report.quoted {
+                    Seen::Quoted
+                } else {
+                    Seen::Original
+                };
+                self.lake_keys.insert(report.report_key, seen);
+            }
+        }
+        let mut committed = BTreeMap::new();
+        for (&partition, &offset) in &last {
+            self.progress.insert(
+                partition,
+                Progress {
+                    metrics: Some(offset),
+                    reports: Some(offset),
+                },
+            );
+            committed.insert(partition, offset + 1);
+        }
+        self.buffered_keys.clear();
+        self.buffered_rows = 0;
+        self.oldest = None;
+        tracing::info!(
+            metric_rows,
+            partitions = last.len(),
+            "committed to the lake"
+        );
+        Ok(committed)
+    }
+}

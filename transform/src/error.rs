@@ -1,0 +1,34 @@
+//! Errors of a transform run, each naming what failed and what to check.
+
+use crate::tracker::Missing;
+use lkplake_kafka::BrokerError;
+use lkplake_lake::LakeError;
+use rdkafka::error::KafkaError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransformError {
+    #[error(transparent)]
+    Broker(#[from] BrokerError),
+    #[error(
+        "cannot create a Kafka consumer for {brokers}: {source}; check --brokers / LKPLAKE_BROKERS"
+    )]
+    Client { brokers: String, source: KafkaError },
+    #[error(
+        "cannot subscribe to {topic}: {source}; does the topic exist? (`lkplake ingest` creates it)"
+    )]
+    Subscribe { topic: String, source: KafkaError },
+    #[error(
+        "messages of {topic} cannot be read: {}; the lake holds everything before them (rerunning resumes there)",
+        missing.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    Incomplete {
+        topic: String,
+        missing: Vec<Missing>,
+    },
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error("normalizing a batch failed: {0}")]
+    Normalize(#[source] arrow::error::ArrowError),
+    #[error("the normalizing worker failed: {0}")]
+    Worker(String),
+}

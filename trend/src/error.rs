@@ -1,0 +1,38 @@
+//! Errors of trend analysis, each naming what failed.
+
+use datafusion::arrow::error::ArrowError;
+use datafusion::error::DataFusionError;
+use lkplake_lake::LakeError;
+use lkplake_query::QueryError;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrendError {
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error("reading the lake's observations: {0}")]
+    DataFusion(Box<DataFusionError>),
+    #[error("building the {0}")]
+    Arrow(#[from] ArrowError),
+    #[error(
+        "the lake's {table} table lacks column {column}; it was written by another lkplake version: delete the table and run `lkplake trend --full`"
+    )]
+    MissingColumn { table: &'static str, column: String },
+    #[error("a change-point worker failed: {0}")]
+    Worker(String),
+    #[error("drawing {path}: {reason}")]
+    Plot { path: PathBuf, reason: String },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+}
+
+impl From<DataFusionError> for TrendError {
+    fn from(e: DataFusionError) -> Self {
+        Self::DataFusion(Box::new(e))
+    }
+}
