@@ -56,7 +56,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub kafka: crate::pipeline::KafkaArgs,
     /// Threads that execute queries (default: one per core), apart from those that accept
-    /// connections and answer scrapes.
+    /// connections and answer scrapes. 0 runs queries on those same threads, as lkplake did
+    /// before it had a query executor: only for comparing the two.
     #[arg(long, env = "LKPLAKE_QUERY_THREADS")]
     pub query_threads: Option<usize>,
     /// After SIGINT/SIGTERM, how long statements in flight may run on before the server exits.

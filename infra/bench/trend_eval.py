@@ -17,7 +17,7 @@ from otava.analysis import compute_change_points
 TOLERANCE = 1
 WINDOW, PVALUE, MIN_CHANGE, MIN_OBS = 50, 0.001, 0.05, 6
 
-# The observations `lkplake trend` analyses (query/src/trend/mod.rs): one per commit, base
+# The observations `lkplake trend` analyses (trend/src/lib.rs): one per commit, base
 # before head within a report.
 OBSERVATIONS = """
 SELECT testcase, machine, params, metric, commit, min(time) AS time, avg(value) AS value,

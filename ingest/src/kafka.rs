@@ -183,7 +183,9 @@ enum Item {
         raw: Vec<u8>,
         error: String,
     },
-    NotAReport,
+    NotAReport {
+        index: u64,
+    },
     Unreadable(SourceError),
     /// The parser starts reading an input.
     Begin(String),
@@ -220,7 +222,10 @@ pub async fn ingest(
     }
     let producer = producer(&target.brokers)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(1024);
+    let files = inputs.files.len() as u64;
+    let parser_stop = stop.clone();
     let parser = std::thread::spawn(move || {
+        let stop = parser_stop;
         let total = inputs.files.len() as u64;
         for (n, path) in inputs.files.into_iter().enumerate() {
             if tx
@@ -274,7 +279,9 @@ pub async fn ingest(
                         }
                         continue;
                     }
-                    Ok(Parsed::NotAReport) => Item::NotAReport,
+                    Ok(Parsed::NotAReport) => Item::NotAReport {
+                        index: message.index,
+                    },
                     Err(e) => Item::Dead {
                         source,
                         raw: message.bytes.into_owned(),
@@ -299,8 +306,40 @@ pub async fn ingest(
 
     let mut summary = IngestSummary::default();
     let mut reading = String::new();
+    // Inputs begun, and the index of the last message seen of the one being read.
+    let mut begun = 0u64;
+    let mut last_index = None;
+    let total = files;
     let mut in_flight = FuturesUnordered::new();
-    while let Some(item) = rx.recv().await {
+    loop {
+        // A stop does not wait for the parser: it may be blocked reading a pipe.
+        let item = tokio::select! {
+            biased;
+            () = stop.cancelled() => {
+                summary.stopped.get_or_insert(Stopped {
+                    path: reading.clone(),
+                    // The last message seen may have had more reports than were taken.
+                    next_message: last_index.unwrap_or(0),
+                    inputs_not_read: total.saturating_sub(begun),
+                });
+                break;
+            }
+            item = rx.recv() => match item {
+                Some(item) => item,
+                None => break,
+            },
+        };
+        match &item {
+            Item::Report { source, .. } | Item::Dead { source, .. } => {
+                last_index = Some(source.index);
+            }
+            Item::NotAReport { index } => last_index = Some(*index),
+            Item::Begin(_) => {
+                begun += 1;
+                last_index = None;
+            }
+            _ => {}
+        }
         while in_flight.len() >= MAX_IN_FLIGHT {
             if let Some(result) = in_flight.next().await {
                 result?;
@@ -351,14 +390,17 @@ pub async fn ingest(
                     source,
                 ));
             }
-            Item::NotAReport => {
+            Item::NotAReport { .. } => {
                 summary.not_reports += 1;
             }
             Item::Unreadable(e) => {
                 eprintln!("lkplake ingest: {e}");
                 summary.unreadable += 1;
             }
-            Item::Begin(path) => reading = path,
+            Item::Begin(path) => {
+                tracing::debug!(input = %path, "reading an input");
+                reading = path;
+            }
             Item::Stopped(stopped) => summary.stopped = Some(stopped),
             Item::Input { bytes, messages } => {
                 summary.inputs += 1;
@@ -370,6 +412,12 @@ pub async fn ingest(
     }
     while let Some(result) = in_flight.next().await {
         result?;
+    }
+    if summary.stopped.is_some() {
+        // Not joined: the parser may be blocked reading a pipe. Closing the channel ends it
+        // at its next message; the process exit ends it otherwise.
+        drop(rx);
+        return Ok(summary);
     }
     // The channel closed: the thread has ended. A panic outside the per-message guard (in
     // decompression or splitting an archive) ended it early, with input left unread.

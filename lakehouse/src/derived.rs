@@ -18,7 +18,9 @@ pub async fn overwrite(
         Some(table) => table,
         None => {
             if let Some(path) = lake.local_table(name) {
-                std::fs::create_dir_all(&path).map_err(|source| LakeError::Io { path, source })?;
+                tokio::fs::create_dir_all(&path)
+                    .await
+                    .map_err(|source| LakeError::Io { path, source })?;
             }
             DeltaTable::try_from_url(lake.table(name)?)
                 .await

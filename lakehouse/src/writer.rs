@@ -141,7 +141,9 @@ async fn sort_partition(
 async fn open_table(lake: &LakeUrl, name: &'static str) -> Result<DeltaTable, LakeError> {
     if let Some(path) = lake.local_table(name) {
         // delta-rs' local store writes files but does not create the table's directory.
-        std::fs::create_dir_all(&path).map_err(|source| LakeError::Io { path, source })?;
+        tokio::fs::create_dir_all(&path)
+            .await
+            .map_err(|source| LakeError::Io { path, source })?;
     }
     let table = DeltaTable::try_from_url(lake.table(name)?)
         .await

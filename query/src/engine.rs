@@ -37,7 +37,9 @@ pub struct EngineConfig {
     pub memory_limit: Option<usize>,
     /// Partitions a query is split into; `None` means one per core.
     pub target_partitions: Option<usize>,
-    /// Threads of the query executor; `None` means one per core.
+    /// Threads of the query executor; `None` means one per core. `Some(0)` runs queries on
+    /// the caller's runtime instead, as lkplake did before it had an executor: only for
+    /// comparing the two (`infra/bench/scrape-under-load.sh`).
     pub query_threads: Option<usize>,
 }
 
@@ -61,7 +63,8 @@ pub struct Engine {
     ctx: SessionContext,
     url: LakeUrl,
     config: EngineConfig,
-    executor: DedicatedExecutor,
+    /// Kept for its lifetime: the threads stop when the engine is dropped.
+    _executor: Option<DedicatedExecutor>,
     schema: Arc<LakeSchema>,
     tables: tokio::sync::Mutex<LakeTables>,
 }
@@ -70,8 +73,10 @@ impl Engine {
     /// Opens the lake at `url` with its tables at their latest versions.
     pub async fn open(url: &LakeUrl, config: &EngineConfig) -> Result<Self, QueryError> {
         let tables = LakeTables::open(url).await?;
-        let executor =
-            DedicatedExecutor::new("lkplake-query", config.query_threads.unwrap_or_else(cores))?;
+        let executor = match config.query_threads.unwrap_or_else(cores) {
+            0 => None,
+            threads => Some(DedicatedExecutor::new("lkplake-query", threads)?),
+        };
         let session = session_config(config);
         let mut runtime = RuntimeEnvBuilder::new();
         if let Some(limit) = config.memory_limit {
@@ -80,12 +85,14 @@ impl Engine {
             // server bounds how many statements execute at once instead.
             runtime = runtime.with_memory_limit(limit, 1.0);
         }
-        let state = SessionStateBuilder::new()
+        let mut state = SessionStateBuilder::new()
             .with_config(session)
             .with_runtime_env(runtime.build_arc()?)
-            .with_default_features()
-            .with_physical_optimizer_rule(executor.rule())
-            .build();
+            .with_default_features();
+        if let Some(executor) = &executor {
+            state = state.with_physical_optimizer_rule(executor.rule());
+        }
+        let state = state.build();
         let ctx = SessionContext::new_with_state(state);
         let schema = Arc::new(LakeSchema::default());
         let catalog = ctx
@@ -96,7 +103,7 @@ impl Engine {
             ctx,
             url: url.clone(),
             config: config.clone(),
-            executor,
+            _executor: executor,
             schema,
             tables: tokio::sync::Mutex::new(tables),
         };
@@ -149,12 +156,6 @@ impl Engine {
     /// Where the lake is.
     pub fn url(&self) -> &LakeUrl {
         &self.url
-    }
-
-    /// The thread pool queries execute on, for CPU work that belongs with them (trend's
-    /// change-point detection).
-    pub fn executor(&self) -> &DedicatedExecutor {
-        &self.executor
     }
 
     /// Whether the lake has table `name` (the trend tables exist once `lkplake trend` ran).

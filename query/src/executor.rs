@@ -30,8 +30,6 @@ use std::time::Duration;
 pub enum ExecutorError {
     #[error("cannot start the query threads: {0}")]
     Start(#[from] std::io::Error),
-    #[error("a query task failed: {0}")]
-    Task(String),
 }
 
 /// A multi-threaded tokio runtime owned by a thread of its own. Dropping the last clone stops
@@ -90,18 +88,6 @@ impl DedicatedExecutor {
                 stop: Mutex::new(Some(stop)),
             }),
         })
-    }
-
-    /// Runs `work` on the executor and waits for its result.
-    pub async fn run<T: Send + 'static>(
-        &self,
-        work: impl Future<Output = T> + Send + 'static,
-    ) -> Result<T, ExecutorError> {
-        self.inner
-            .handle
-            .spawn(work)
-            .await
-            .map_err(|e| ExecutorError::Task(e.to_string()))
     }
 
     /// A physical optimizer rule that moves execution of every plan onto this executor.

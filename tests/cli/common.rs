@@ -348,6 +348,20 @@ impl Server {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Waits for the server to exit (after a signal the test sent), at most 60 s.
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        let started = std::time::Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status;
+            }
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                panic!("lkplake serve did not exit within 60 s: {}", self.log());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -4,6 +4,7 @@
 mod clients;
 mod common;
 mod dashboards;
+mod lifecycle;
 mod parse;
 mod pipeline;
 mod prometheus;

@@ -699,3 +699,74 @@ fn run_on_the_embedded_cluster_keeps_every_report_of_an_input_larger_than_a_part
         2500
     );
 }
+
+#[test]
+fn sigterm_to_ingest_mid_input_prints_what_was_not_read_and_a_rerun_loses_and_doubles_nothing() {
+    use std::io::BufRead;
+    let reports = generated("ingest-sigterm", 2000);
+    let e = expected(&[&reports]);
+    assert_eq!(e.reports, 2000);
+    let p = Pipeline::new("ingest-sigterm");
+    let mut ingest = p
+        .cmd(&["ingest", "--partitions", "3", &reports])
+        .env("LKPLAKE_LOG", "warn,lkplake_ingest=debug")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = ingest.stderr.take().unwrap_or_else(|| panic!("no stderr"));
+    let (lines, read) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
+    // The signal comes once 50 of the 2,000 inputs were begun: mid-input by construction.
+    let mut log = Vec::new();
+    while log
+        .iter()
+        .filter(|l: &&String| l.contains("reading an input"))
+        .count()
+        < 50
+    {
+        match read.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(line) => log.push(line),
+            Err(e) => panic!("ingest stopped logging ({e}): {}", log.join("\n")),
+        }
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &ingest.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success());
+    let exit = ingest.wait().unwrap_or_else(|e| panic!("{e}"));
+    let _ = reader.join();
+    log.extend(read.try_iter());
+    let log = log.join("\n");
+    assert_eq!(
+        exit.code(),
+        Some(1),
+        "stopped before the end is not success: {log}"
+    );
+    assert!(log.contains("lkplake ingest: stopping"), "{log}");
+    let stopped = log
+        .lines()
+        .find(|l| l.contains("stopped before the end"))
+        .unwrap_or_else(|| panic!("no summary of what was not read: {log}"));
+    let not_read: u64 = stopped
+        .split(" more inputs were not read")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stopped}"));
+    assert!(
+        (1..1950).contains(&not_read),
+        "50 inputs were begun of 2,000: {stopped}"
+    );
+
+    assert!(p.ingest(&[&reports]).status.success());
+    p.transform_until_idle();
+    assert_each_report_once(&p, &e);
+}

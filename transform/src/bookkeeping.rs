@@ -455,3 +455,297 @@ impl Ledger {
         Ok(committed)
     }
 }
+
+#[cfg(test)]
+// The fixtures are read before any runtime work starts.
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    //! The rules of the bookkeeping against a real Delta lake in a temporary directory, with no
+    //! broker: messages are handed in as the consumer would hand them.
+
+    use super::*;
+    use deltalake::arrow::array::AsArray;
+    use deltalake::arrow::datatypes::Int64Type;
+    use deltalake::datafusion::prelude::SessionContext;
+    use lkplake_ingest::{Parsed, parse_message};
+    use lkplake_lake::LakeUrl;
+    use lkplake_schemas::Source;
+    use std::path::Path;
+    use std::time::Duration;
+
+    const TOPIC: &str = "lkp.reports";
+
+    /// The five seed reports of `examples/reports`, parsed.
+    fn seeds() -> Vec<Report> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/reports");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        files.sort();
+        files
+            .iter()
+            .flat_map(|path| {
+                let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{e}"));
+                let source = Source {
+                    path: path.display().to_string(),
+                    index: 0,
+                };
+                match parse_message(&bytes, &source) {
+                    Ok(Parsed::Reports(reports)) => reports,
+                    other => panic!("{}: {other:?}", path.display()),
+                }
+            })
+            .collect()
+    }
+
+    fn json(report: &Report) -> Vec<u8> {
+        serde_json::to_vec(report).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    async fn ledger(lake: &Path) -> Ledger {
+        let url = LakeUrl::local(lake).unwrap_or_else(|e| panic!("{e}"));
+        let lake = Lake::open(&url).await.unwrap_or_else(|e| panic!("{e}"));
+        let limits = Limits::for_flush_interval(Duration::from_secs(1), true);
+        let mut ledger = Ledger::open(
+            lake,
+            TOPIC,
+            DirectionTable::default(),
+            limits,
+            Instant::now(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        assign(&mut ledger, &[0, 1, 2]).await;
+        ledger
+    }
+
+    async fn assign(ledger: &mut Ledger, partitions: &[i32]) {
+        ledger
+            .reconcile(Some(partitions.iter().copied().collect()), Instant::now())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    async fn accept(
+        ledger: &mut Ledger,
+        partition: i32,
+        offset: i64,
+        payload: &[u8],
+    ) -> Option<Seek> {
+        ledger
+            .accept(partition, offset, Some(payload), Instant::now())
+            .await
+            .unwrap_or_else(|e| panic!("offset {offset}: {e}"))
+    }
+
+    async fn flush(ledger: &mut Ledger) -> BTreeMap<i32, i64> {
+        ledger.flush().await.unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Runs SQL over the lake's tables, read with delta-rs directly.
+    async fn scalar(lake: &Path, sql: &str) -> i64 {
+        let ctx = SessionContext::new();
+        for name in ["metrics", "reports"] {
+            let url = deltalake::ensure_table_uri(lake.join(name).to_string_lossy())
+                .unwrap_or_else(|e| panic!("{e}"));
+            let table = deltalake::open_table(url)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let provider = table
+                .table_provider()
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            ctx.register_table(name, provider)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let batches = ctx
+            .sql(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .collect()
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        batches[0].column(0).as_primitive::<Int64Type>().value(0)
+    }
+
+    async fn progress(ledger: &Ledger, partition: i32) -> Progress {
+        let all = ledger
+            .lake
+            .progress(TOPIC, &[partition])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        all.get(&partition).copied().unwrap_or_default()
+    }
+
+    fn rows(report: &Report) -> i64 {
+        i64::try_from(rows_of(report)).unwrap_or(i64::MAX)
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_flush_commits_every_row_with_the_offsets_it_covers() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut ledger = ledger(dir.path()).await;
+        for (offset, report) in (0..).zip(seeds()) {
+            assert_eq!(accept(&mut ledger, 0, offset, &json(&report)).await, None);
+        }
+        assert_eq!(flush(&mut ledger).await, BTreeMap::from([(0, 5)]));
+        assert_eq!(
+            progress(&ledger, 0).await,
+            Progress {
+                metrics: Some(4),
+                reports: Some(4)
+            }
+        );
+        // The five seeds hold 560 observations (the pipeline test reads the same number).
+        assert_eq!(
+            scalar(dir.path(), "SELECT count(*) FROM metrics").await,
+            560
+        );
+        assert_eq!(
+            scalar(dir.path(), "SELECT count(DISTINCT report_key) FROM reports").await,
+            5
+        );
+        assert_eq!(ledger.summary().reports, 5);
+        assert_eq!(ledger.summary().commits, 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_restarted_transformer_skips_every_offset_the_lake_covers() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let seeds = seeds();
+        let mut first = ledger(dir.path()).await;
+        for (offset, report) in (0..).zip(&seeds) {
+            accept(&mut first, 0, offset, &json(report)).await;
+        }
+        flush(&mut first).await;
+        drop(first);
+
+        // Kafka's committed offset was lost: the whole partition is delivered again.
+        let mut second = ledger(dir.path()).await;
+        for (offset, report) in (0..).zip(&seeds) {
+            accept(&mut second, 0, offset, &json(report)).await;
+        }
+        assert_eq!(second.summary().already_in_lake, 5);
+        assert_eq!(
+            flush(&mut second).await,
+            BTreeMap::new(),
+            "nothing to commit"
+        );
+        assert_eq!(
+            scalar(dir.path(), "SELECT count(*) FROM metrics").await,
+            560
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_report_sent_again_at_a_new_offset_is_a_duplicate_whose_offset_is_still_recorded() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let report = seeds().remove(2);
+        let mut ledger = ledger(dir.path()).await;
+        accept(&mut ledger, 1, 0, &json(&report)).await;
+        flush(&mut ledger).await;
+        accept(&mut ledger, 1, 1, &json(&report)).await;
+        assert_eq!(ledger.summary().duplicates, 1);
+        assert_eq!(flush(&mut ledger).await, BTreeMap::from([(1, 2)]));
+        assert_eq!(progress(&ledger, 1).await.resume_at(), 2);
+        assert_eq!(
+            scalar(dir.path(), "SELECT count(*) FROM metrics").await,
+            rows(&report)
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_original_replaces_the_quoted_copy_the_lake_holds() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let original = seeds().remove(0);
+        let mut quoted = original.clone();
+        quoted.quoted = true;
+        quoted.tests.iter_mut().for_each(|t| t.rows.truncate(3));
+        let mut ledger = ledger(dir.path()).await;
+        accept(&mut ledger, 0, 0, &json(&quoted)).await;
+        flush(&mut ledger).await;
+        assert_eq!(
+            scalar(dir.path(), "SELECT count(*) FROM metrics").await,
+            rows(&quoted)
+        );
+
+        accept(&mut ledger, 0, 1, &json(&original)).await;
+        flush(&mut ledger).await;
+        assert_eq!(ledger.summary().replaced_quoted, 1);
+        assert_eq!(
+            scalar(dir.path(), "SELECT count(*) FROM metrics").await,
+            rows(&original)
+        );
+        assert_eq!(
+            scalar(dir.path(), "SELECT count(*) FROM reports WHERE quoted").await,
+            0
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn partitions_moved_to_another_member_leave_the_buffer_uncommitted() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let seeds = seeds();
+        let mut ledger = ledger(dir.path()).await;
+        accept(&mut ledger, 0, 0, &json(&seeds[0])).await;
+        accept(&mut ledger, 1, 0, &json(&seeds[1])).await;
+        assign(&mut ledger, &[1]).await;
+        assert_eq!(flush(&mut ledger).await, BTreeMap::from([(1, 1)]));
+        assert_eq!(progress(&ledger, 0).await, Progress::default());
+        assert_eq!(
+            scalar(dir.path(), "SELECT count(*) FROM metrics").await,
+            rows(&seeds[1])
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn offsets_another_writer_committed_first_are_not_written_twice() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let report = seeds().remove(3);
+        // 003's table, counted off the mail: 18 metrics, 10 call traces, 14 children and 7
+        // self entries of perf-profile, each with a base and a head value.
+        assert_eq!(rows(&report), 98);
+        // Two members that both believe they own partition 2 (a rebalance one has not seen).
+        let mut first = ledger(dir.path()).await;
+        let mut second = ledger(dir.path()).await;
+        accept(&mut first, 2, 0, &json(&report)).await;
+        accept(&mut second, 2, 0, &json(&report)).await;
+        assert_eq!(flush(&mut first).await, BTreeMap::from([(2, 1)]));
+        assert_eq!(flush(&mut second).await, BTreeMap::new());
+        assert_eq!(
+            scalar(dir.path(), "SELECT count(*) FROM metrics").await,
+            rows(&report)
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_gap_asks_for_a_seek_and_nothing_past_it_is_committed() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut ledger = ledger(dir.path()).await;
+        for offset in 0..70 {
+            accept(&mut ledger, 0, offset, b"not a report").await;
+        }
+        assert_eq!(
+            accept(&mut ledger, 0, 75, b"not a report").await,
+            Some(Seek {
+                partition: 0,
+                to: Offset::Offset(6)
+            }),
+            "the first rewind goes 64 back from the first missing offset, 70"
+        );
+        assert_eq!(flush(&mut ledger).await, BTreeMap::from([(0, 70)]));
+        assert_eq!(ledger.summary().undecodable, 70);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_message_that_is_not_a_report_is_counted_and_its_offset_recorded() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut ledger = ledger(dir.path()).await;
+        accept(&mut ledger, 0, 0, br#"{"schema_version": 1}"#).await;
+        assert_eq!(ledger.summary().undecodable, 1);
+        assert_eq!(flush(&mut ledger).await, BTreeMap::from([(0, 1)]));
+        assert_eq!(progress(&ledger, 0).await.resume_at(), 1);
+        assert_eq!(scalar(dir.path(), "SELECT count(*) FROM reports").await, 0);
+    }
+}

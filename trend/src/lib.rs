@@ -513,14 +513,19 @@ pub async fn run(
     }
 
     if let Some(dir) = &config.plot_dir {
-        std::fs::create_dir_all(dir).map_err(|source| TrendError::Io {
-            what: format!("creating {}", dir.display()),
-            source,
+        tokio::fs::create_dir_all(dir)
+            .await
+            .map_err(|source| TrendError::Io {
+                what: format!("creating {}", dir.display()),
+                source,
+            })?;
+        // Drawing writes SVG files: blocking work, off the runtime's scheduling.
+        summary.plots += tokio::task::block_in_place(|| {
+            for (series, found) in &to_plot {
+                plot::draw(dir, series.key.clone(), &series.observations, found)?;
+            }
+            Ok::<_, TrendError>(to_plot.len() as u64)
         })?;
-        for (series, found) in &to_plot {
-            plot::draw(dir, series.key.clone(), &series.observations, found)?;
-            summary.plots += 1;
-        }
     }
 
     let matching: Vec<Change> = changes

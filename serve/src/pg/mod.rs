@@ -196,6 +196,15 @@ async fn connection(
     activity: Arc<Activity>,
     _permit: Option<OwnedSemaphorePermit>,
 ) {
+    // A second handle on the socket, for the goodbye of a stopping server: pgwire owns the
+    // first one for as long as the connection is served.
+    let (socket, goodbye) = match split_for_goodbye(socket) {
+        Ok(pair) => pair,
+        Err(e) => {
+            tracing::warn!(%peer, "cannot serve a Postgres connection: {e}");
+            return;
+        }
+    };
     let served = process_socket(socket, None, handlers);
     tokio::pin!(served);
     tokio::select! {
@@ -213,7 +222,10 @@ async fn connection(
     // the answer.
     loop {
         tokio::select! {
-            _ = &mut served => break,
+            _ = &mut served => {
+                activity.forget(peer);
+                return;
+            }
             () = tokio::time::sleep(IDLE_POLL) => {
                 if activity.idle_for(peer) >= IDLE_POLL {
                     break;
@@ -222,6 +234,42 @@ async fn connection(
         }
     }
     activity.forget(peer);
+    // What Postgres sends every idle backend in a fast shutdown, so the client reports the
+    // reason instead of "server closed the connection unexpectedly".
+    say_goodbye(goodbye);
+}
+
+fn split_for_goodbye(socket: TcpStream) -> std::io::Result<(TcpStream, std::net::TcpStream)> {
+    let socket = socket.into_std()?;
+    let goodbye = socket.try_clone()?;
+    Ok((TcpStream::from_std(socket)?, goodbye))
+}
+
+/// Writes a FATAL 57P01 ErrorResponse and closes the connection. Only called between
+/// statements, when the server is not in the middle of a message of its own.
+fn say_goodbye(mut socket: std::net::TcpStream) {
+    use std::io::Write;
+    let mut fields = Vec::new();
+    for (code, value) in [
+        (b'S', "FATAL"),
+        (b'V', "FATAL"),
+        (b'C', "57P01"),
+        (b'M', "terminating connection due to administrator command"),
+    ] {
+        fields.push(code);
+        fields.extend_from_slice(value.as_bytes());
+        fields.push(0);
+    }
+    fields.push(0);
+    let mut message = vec![b'E'];
+    let length = u32::try_from(fields.len() + 4).unwrap_or(u32::MAX);
+    message.extend_from_slice(&length.to_be_bytes());
+    message.extend_from_slice(&fields);
+    // The socket is non-blocking and the message far smaller than its send buffer.
+    if let Err(e) = socket.write_all(&message) {
+        tracing::debug!("saying goodbye to a client: {e}");
+    }
+    let _ = socket.shutdown(std::net::Shutdown::Both);
 }
 
 /// Statements running per connection and when each connection last started or finished one,
