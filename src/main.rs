@@ -134,12 +134,12 @@ fn status(error: &anyhow::Error) -> Status {
     fn query(e: &QueryError) -> Status {
         match e {
             QueryError::Lake(_) => Status::Lake,
-            QueryError::InvalidRegex { .. } => Status::Usage,
+            QueryError::InvalidRegex { .. } | QueryError::Refused(_) => Status::Usage,
             _ => Status::Failed,
         }
     }
     for cause in error.chain() {
-        if cause.is::<UsageError>() {
+        if cause.is::<UsageError>() || cause.is::<lkplake_query::policy::Refused>() {
             return Status::Usage;
         }
         if cause.is::<LakeError>() {

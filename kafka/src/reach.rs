@@ -5,33 +5,13 @@
 
 use crate::BrokerError;
 use crate::on_own_thread;
-use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
-use rdkafka::error::KafkaError;
-use std::sync::Mutex;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 /// How long a broker has to answer a metadata request before it counts as unreachable.
 pub const REACH_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Keeps the first reason librdkafka gives for a failing connection ("Connect to
-/// ipv4#127.0.0.1:1 failed: Connection refused"), which its metadata timeout does not carry.
-#[derive(Default)]
-struct Reasons {
-    first: Mutex<Option<String>>,
-}
-
-impl ClientContext for Reasons {
-    fn error(&self, error: KafkaError, reason: &str) {
-        tracing::debug!(%error, reason, "broker probe");
-        if let Ok(mut first) = self.first.lock() {
-            first.get_or_insert_with(|| reason.to_owned());
-        }
-    }
-}
-
-impl ConsumerContext for Reasons {}
 
 /// Asks `brokers` for the cluster metadata; an error names the address and why it failed
 /// within about [`REACH_TIMEOUT`].
@@ -52,26 +32,51 @@ pub async fn reachable(brokers: &str) -> Result<(), BrokerError> {
     })
 }
 
+/// Why no bootstrap address accepts a TCP connection ("127.0.0.1:1: Connection refused (os
+/// error 111)"), or `None` when one does. librdkafka knows the same but reports it through
+/// callbacks that fire too late to be quoted; the operating system's answer is immediate.
+fn refused(brokers: &str) -> Option<String> {
+    let mut reasons = Vec::new();
+    for address in brokers.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        let host_port = address.rsplit_once("://").map_or(address, |(_, rest)| rest);
+        let resolved = match host_port.to_socket_addrs() {
+            Ok(resolved) => resolved.collect::<Vec<_>>(),
+            Err(e) => {
+                reasons.push(format!("{host_port}: {e}"));
+                continue;
+            }
+        };
+        for socket in resolved {
+            match TcpStream::connect_timeout(&socket, Duration::from_secs(3)) {
+                Ok(_) => return None,
+                Err(e) => reasons.push(format!("{socket}: {e}")),
+            }
+        }
+    }
+    (!reasons.is_empty()).then(|| reasons.join("; "))
+}
+
 fn probe(brokers: &str) -> Result<(), BrokerError> {
-    let consumer: BaseConsumer<Reasons> = ClientConfig::new()
+    if let Some(reason) = refused(brokers) {
+        return Err(BrokerError::Unreachable {
+            brokers: brokers.to_owned(),
+            reason,
+        });
+    }
+    // Something accepts connections: ask it for metadata, as a Kafka broker answers.
+    let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("group.id", "lkplake-broker-probe")
-        .set("log_level", "0")
-        .create_with_context(Reasons::default())
+        .create()
         .map_err(|source| BrokerError::Client {
             brokers: brokers.to_owned(),
             source: Box::new(source),
         })?;
-    match consumer.fetch_metadata(None, REACH_TIMEOUT) {
-        Ok(_) => Ok(()),
-        Err(e) => {
-            let seen = consumer.context().first.lock().ok().and_then(|f| f.clone());
-            Err(BrokerError::Unreachable {
-                brokers: brokers.to_owned(),
-                reason: seen.unwrap_or_else(|| {
-                    format!("no answer to a metadata request within {REACH_TIMEOUT:?}: {e}")
-                }),
-            })
-        }
-    }
+    consumer
+        .fetch_metadata(None, REACH_TIMEOUT)
+        .map(drop)
+        .map_err(|e| BrokerError::Unreachable {
+            brokers: brokers.to_owned(),
+            reason: format!("it accepts connections but answered no metadata request within {REACH_TIMEOUT:?} ({e}); is it a Kafka broker?"),
+        })
 }

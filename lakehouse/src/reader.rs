@@ -62,9 +62,13 @@ impl LakeTables {
         let mut tables = Vec::with_capacity(TABLES.len());
         for name in TABLES {
             let Some(table) = open_existing(url, name).await? else {
+                let table = match url.local_table(name) {
+                    Some(path) => path.display().to_string(),
+                    None => url.table(name)?.to_string(),
+                };
                 return Err(LakeError::NoLake {
                     lake: url.to_string(),
-                    table: url.table(name)?.to_string(),
+                    table,
                 });
             };
             tables.push((name, table));

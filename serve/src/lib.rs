@@ -47,7 +47,6 @@ pub async fn run(config: ServerConfig, shutdown: &Shutdown) -> Result<Drained, S
     config.exporter.validate()?;
     let engine = Arc::new(Engine::open(&config.lake, &config.engine).await?);
     pg::prepare(&engine)?;
-    let listener = pg::bind(config.pg.listen).await?;
     let exporter = match config.http {
         Some(listen) => {
             let exporter = Arc::new(Exporter::new(Arc::clone(&engine), config.exporter.clone())?);
@@ -56,6 +55,8 @@ pub async fn run(config: ServerConfig, shutdown: &Shutdown) -> Result<Drained, S
         }
         None => None,
     };
+    // Bound last: a client that can connect finds every listener ready.
+    let listener = pg::bind(config.pg.listen).await?;
     let following = Arc::clone(&engine);
     shutdown.every(config.refresh, move || {
         let engine = Arc::clone(&following);

@@ -140,13 +140,28 @@ pub fn query(lake: &Path, sql: &str) -> Vec<RecordBatch> {
         for name in ["metrics", "reports"] {
             let url = deltalake::ensure_table_uri(lake.join(name).to_string_lossy())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let table = deltalake::open_table(url)
-                .await
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let provider = table
-                .table_provider()
-                .await
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let first_commit = lake.join(name).join("_delta_log/00000000000000000000.json");
+            let provider: std::sync::Arc<dyn datafusion::catalog::TableProvider> =
+                if first_commit.exists() {
+                    let table = deltalake::open_table(url)
+                        .await
+                        .unwrap_or_else(|e| panic!("{name}: {e}"));
+                    table
+                        .table_provider()
+                        .await
+                        .unwrap_or_else(|e| panic!("{name}: {e}"))
+                } else {
+                    // No transformer has created the table yet: it is empty.
+                    let schema = if name == "metrics" {
+                        lkplake_schemas::tables::METRICS.clone()
+                    } else {
+                        lkplake_schemas::tables::REPORTS.clone()
+                    };
+                    std::sync::Arc::new(
+                        datafusion::datasource::MemTable::try_new(schema, vec![vec![]])
+                            .unwrap_or_else(|e| panic!("{name}: {e}")),
+                    )
+                };
             ctx.register_table(name, provider)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
         }
