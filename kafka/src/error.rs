@@ -2,6 +2,8 @@
 
 use rdkafka::error::KafkaError;
 
+/// Why a call failed; each variant's message is its documentation (and what the user reads).
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum BrokerError {
     #[error(

@@ -5,6 +5,8 @@
 //! Every call here blocks in librdkafka, so each runs on a thread of its own with a deadline:
 //! a broker that never answers must cost a bounded wait, never a hung runtime or exit.
 
+#![warn(missing_docs)]
+
 pub mod ends;
 mod error;
 mod reach;

@@ -10,8 +10,11 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// One partition's low and high watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Watermarks {
+    /// The partition.
     pub partition: i32,
+    /// Its first offset still held.
     pub low: i64,
+    /// The offset its next message gets.
     pub high: i64,
 }
 

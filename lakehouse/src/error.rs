@@ -4,6 +4,8 @@ use deltalake::DeltaTableError;
 use deltalake::datafusion::error::DataFusionError;
 use std::path::PathBuf;
 
+/// Why a call failed; each variant's message is its documentation (and what the user reads).
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum LakeError {
     #[error("lake at {path}: {source}; check that the directory is writable")]

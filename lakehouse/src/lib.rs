@@ -10,6 +10,8 @@
 //! Keeping every write here means one place decides file layout, writer properties and commit
 //! order, and the read side cannot change what the exactly-once bookkeeping relies on.
 
+#![warn(missing_docs)]
+
 pub mod derived;
 mod error;
 mod location;

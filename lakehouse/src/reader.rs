@@ -42,7 +42,9 @@ pub(crate) async fn open_existing(
 /// A table's loaded version and its commit time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableHealth {
+    /// The table's name in the lake.
     pub name: &'static str,
+    /// The loaded version; `None` for a table without a commit.
     pub version: Option<u64>,
     /// Milliseconds since the epoch.
     pub committed_ms: Option<i64>,

@@ -405,13 +405,6 @@ impl Lake {
         }
         Ok(summary)
     }
-
-    pub fn tables(&self) -> [(&'static str, &DeltaTable); 2] {
-        [
-            (METRICS_TABLE, &self.metrics),
-            (REPORTS_TABLE, &self.reports),
-        ]
-    }
 }
 
 pub(crate) async fn txn_version(
@@ -437,7 +430,10 @@ pub(crate) async fn txn_version(
 pub struct CompactSummary {
     /// `metrics` partitions rewritten sorted.
     pub partitions_sorted: u64,
+    /// Files the rewrite replaced.
     pub files_removed: u64,
+    /// Files the rewrite wrote.
     pub files_added: u64,
+    /// Unreferenced files past the retention, deleted.
     pub files_vacuumed: u64,
 }

@@ -7,6 +7,8 @@
 //! flight runs in tracked tasks, and [`Shutdown::drain`] waits for it up to a deadline, after
 //! which the command exits anyway and says what it abandoned. A second signal exits at once.
 
+#![warn(missing_docs)]
+
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -33,6 +35,7 @@ pub enum Drained {
 }
 
 impl Shutdown {
+    /// A shutdown nothing has asked for yet, with no tracked task.
     pub fn new() -> Self {
         Self::default()
     }
@@ -64,6 +67,7 @@ impl Shutdown {
         self.token.cancel();
     }
 
+    /// Whether the stop was asked for.
     pub fn is_cancelled(&self) -> bool {
         self.token.is_cancelled()
     }

@@ -237,6 +237,8 @@ impl Member {
         if committed.is_empty() {
             return Ok(());
         }
+        // Nothing was received while the commit ran: that time is not the partitions' silence.
+        self.ledger.tracker().listening(Instant::now());
         let mut tpl = TopicPartitionList::new();
         for (&partition, &next) in &committed {
             if let Err(e) = tpl.add_partition_offset(

@@ -223,6 +223,16 @@ impl Tracker {
         }
     }
 
+    /// The member is listening again after work during which it received nothing (a lake
+    /// commit, a check). That time is not the partitions' silence: a flush of half a million
+    /// rows takes seconds on a loaded machine, and counting it made every partition look
+    /// stalled, rewound, and finally given up while the broker had been sending all along.
+    pub fn listening(&mut self, now: Instant) {
+        for part in self.parts.values_mut() {
+            part.active_at = part.active_at.max(now);
+        }
+    }
+
     /// Nothing more is coming from the assigned partitions for now: each has reported its end
     /// or been silent for `quiet_for`. A member with no partition is quiet.
     pub fn quiet(&self, now: Instant, quiet_for: Duration) -> bool {
@@ -645,5 +655,25 @@ mod tests {
             to: 197,
         };
         assert_eq!(m.to_string(), "partition 2: offsets 190..197 (7 messages)");
+    }
+
+    #[test]
+    fn time_spent_committing_is_not_silence() {
+        let t0 = Instant::now();
+        let mut t = Tracker::new(LIMITS, t0);
+        t.assign([0], t0);
+        t.resume(0, 0);
+        assert_eq!(t.on_message(0, 0, t0), Verdict::Take);
+        // A commit from 0 s to 10 s: nothing was received meanwhile.
+        t.listening(secs(t0, 10));
+        let ends = BTreeMap::from([(0, 100)]);
+        let lake = BTreeMap::from([(0, 1)]);
+        assert!(!t.quiet(secs(t0, 10), Duration::from_secs(1)));
+        assert_eq!(t.check(&ends, &lake, secs(t0, 11)), Check::Wait);
+        // Silence after the commit counts as before.
+        assert!(matches!(
+            t.check(&ends, &lake, secs(t0, 14)),
+            Check::Rewind(_)
+        ));
     }
 }
