@@ -762,7 +762,7 @@ fn sigterm_to_ingest_mid_input_prints_what_was_not_read_and_a_rerun_loses_and_do
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{stopped}"));
     assert!(
-        (1..1950).contains(&not_read),
+        (1..=1950).contains(&not_read),
         "50 inputs were begun of 2,000: {stopped}"
     );
 
