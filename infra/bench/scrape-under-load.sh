@@ -10,9 +10,10 @@ clients=${1:-32}
 seconds=${2:-30}
 work=${LKPLAKE_BENCH_DIR:-/tmp/lkplake-query-bench}
 [ -d "$work/lake/metrics/_delta_log" ] || { echo "no lake in $work: run infra/bench/query.sh first" >&2; exit 1; }
-cargo build --release --locked --quiet
+# LKPLAKE_BENCH_BIN runs another build (a debug one, say) instead of the release build.
+bin=${LKPLAKE_BENCH_BIN:-target/release/lkplake}
+[ -n "${LKPLAKE_BENCH_BIN:-}" ] || cargo build --release --locked --quiet
 ./infra/clients.sh
-bin=target/release/lkplake
 pg=${LKPLAKE_BENCH_PG_PORT:-15433}
 http=${LKPLAKE_BENCH_HTTP_PORT:-19464}
 export PGPASSWORD=bench-load
