@@ -193,7 +193,6 @@ enum Item {
         bytes: u64,
         messages: u64,
     },
-    Stopped(Stopped),
 }
 
 /// A panic's message, for a dead letter or an error.
@@ -226,8 +225,7 @@ pub async fn ingest(
     let parser_stop = stop.clone();
     let parser = std::thread::spawn(move || {
         let stop = parser_stop;
-        let total = inputs.files.len() as u64;
-        for (n, path) in inputs.files.into_iter().enumerate() {
+        for path in inputs.files {
             if tx
                 .blocking_send(Item::Begin(path.display().to_string()))
                 .is_err()
@@ -245,12 +243,8 @@ pub async fn ingest(
             };
             let mut messages = 0;
             for message in file.messages() {
+                // The async side has recorded where reading stopped.
                 if stop.is_cancelled() {
-                    let _ = tx.blocking_send(Item::Stopped(Stopped {
-                        path: file.path.clone(),
-                        next_message: message.index,
-                        inputs_not_read: total - n as u64 - 1,
-                    }));
                     return;
                 }
                 messages += 1;
@@ -309,7 +303,6 @@ pub async fn ingest(
     // Inputs begun, and the index of the last message seen of the one being read.
     let mut begun = 0u64;
     let mut last_index = None;
-    let total = files;
     let mut in_flight = FuturesUnordered::new();
     loop {
         // A stop does not wait for the parser: it may be blocked reading a pipe.
@@ -320,7 +313,7 @@ pub async fn ingest(
                     path: reading.clone(),
                     // The last message seen may have had more reports than were taken.
                     next_message: last_index.unwrap_or(0),
-                    inputs_not_read: total.saturating_sub(begun),
+                    inputs_not_read: files.saturating_sub(begun),
                 });
                 break;
             }
@@ -401,7 +394,6 @@ pub async fn ingest(
                 tracing::debug!(input = %path, "reading an input");
                 reading = path;
             }
-            Item::Stopped(stopped) => summary.stopped = Some(stopped),
             Item::Input { bytes, messages } => {
                 summary.inputs += 1;
                 summary.messages += messages;

@@ -1,8 +1,8 @@
 //! The reader's lake: the tables opened for reading and followed as writers commit. A reader
 //! never creates a table, so a wrong `--lake` is an error rather than an empty lake.
 
-use crate::writer::txn_version;
-use crate::{LakeError, LakeUrl, Progress, app_id};
+use crate::writer::progress_in;
+use crate::{LakeError, LakeUrl, Progress};
 use deltalake::datafusion::catalog::TableProvider;
 use deltalake::{DeltaTable, DeltaTableBuilder};
 use lkplake_schemas::tables::{CHANGES_TABLE, METRICS_TABLE, REPORTS_TABLE, TREND_SERIES_TABLE};
@@ -152,18 +152,7 @@ impl LakeTables {
         else {
             return Ok(HashMap::new());
         };
-        let mut out = HashMap::new();
-        for &partition in partitions {
-            let id = app_id(topic, partition);
-            out.insert(
-                partition,
-                Progress {
-                    metrics: txn_version(metrics, METRICS_TABLE, &id).await?,
-                    reports: txn_version(reports, REPORTS_TABLE, &id).await?,
-                },
-            );
-        }
-        Ok(out)
+        progress_in(metrics, reports, topic, partitions).await
     }
 
     /// A table provider per table, frozen at the loaded versions.

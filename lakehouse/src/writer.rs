@@ -221,14 +221,7 @@ impl Lake {
         topic: &str,
         partitions: &[i32],
     ) -> Result<HashMap<i32, Progress>, LakeError> {
-        let mut out = HashMap::new();
-        for &partition in partitions {
-            let id = app_id(topic, partition);
-            let metrics = txn_version(&self.metrics, METRICS_TABLE, &id).await?;
-            let reports = txn_version(&self.reports, REPORTS_TABLE, &id).await?;
-            out.insert(partition, Progress { metrics, reports });
-        }
-        Ok(out)
+        progress_in(&self.metrics, &self.reports, topic, partitions).await
     }
 
     /// Report keys in the lake and whether the stored copy is a quoted one.
@@ -407,7 +400,28 @@ impl Lake {
     }
 }
 
-pub(crate) async fn txn_version(
+/// The progress each partition of `topic` has recorded in the two tables, as loaded.
+pub(crate) async fn progress_in(
+    metrics: &DeltaTable,
+    reports: &DeltaTable,
+    topic: &str,
+    partitions: &[i32],
+) -> Result<HashMap<i32, Progress>, LakeError> {
+    let mut out = HashMap::new();
+    for &partition in partitions {
+        let id = app_id(topic, partition);
+        out.insert(
+            partition,
+            Progress {
+                metrics: txn_version(metrics, METRICS_TABLE, &id).await?,
+                reports: txn_version(reports, REPORTS_TABLE, &id).await?,
+            },
+        );
+    }
+    Ok(out)
+}
+
+async fn txn_version(
     table: &DeltaTable,
     name: &'static str,
     app_id: &str,

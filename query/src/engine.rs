@@ -63,8 +63,6 @@ pub struct Engine {
     ctx: SessionContext,
     url: LakeUrl,
     config: EngineConfig,
-    /// Kept for its lifetime: the threads stop when the engine is dropped.
-    _executor: Option<DedicatedExecutor>,
     schema: Arc<LakeSchema>,
     tables: tokio::sync::Mutex<LakeTables>,
 }
@@ -89,6 +87,7 @@ impl Engine {
             .with_config(session)
             .with_runtime_env(runtime.build_arc()?)
             .with_default_features();
+        // The rule holds the executor: its threads live as long as the session.
         if let Some(executor) = &executor {
             state = state.with_physical_optimizer_rule(executor.rule());
         }
@@ -103,7 +102,6 @@ impl Engine {
             ctx,
             url: url.clone(),
             config: config.clone(),
-            _executor: executor,
             schema,
             tables: tokio::sync::Mutex::new(tables),
         };

@@ -62,16 +62,6 @@ impl Shutdown {
         self.token.clone()
     }
 
-    /// Stops everything watching the token (the same as a signal).
-    pub fn cancel(&self) {
-        self.token.cancel();
-    }
-
-    /// Whether the stop was asked for.
-    pub fn is_cancelled(&self) -> bool {
-        self.token.is_cancelled()
-    }
-
     /// Resolves once the stop was asked for.
     pub fn cancelled(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
         self.token.clone().cancelled_owned()
