@@ -20,4 +20,8 @@ LKPLAKE_TEST_BROKERS=$(./infra/tansu.sh start "$port")
 echo "Tansu broker at $LKPLAKE_TEST_BROKERS" >&2
 
 cargo fmt --all --check
+# The workspace lints (no unwrap in libraries, no blocking calls in async crates, docs on public
+# items) hold only if a warning fails the run.
+cargo clippy --workspace --all-targets --locked -- -D warnings
+RUSTDOCFLAGS='-D warnings' cargo doc --workspace --no-deps --locked
 cargo nextest run --workspace --locked --no-fail-fast

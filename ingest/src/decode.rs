@@ -13,10 +13,13 @@ use std::borrow::Cow;
 /// The parts of a message the report parser reads.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Document {
+    /// The `Subject:` header, decoded.
     pub subject: Option<String>,
+    /// The `Date:` header, in UTC.
     pub date: Option<DateTime<Utc>>,
     /// With angle brackets.
     pub message_id: Option<String>,
+    /// The text the parser reads: the plain-text part, or the page's text for an archive page.
     pub body: String,
     /// The input was recognisably a mail: RFC 822 headers, or an archive page showing them.
     pub is_mail: bool,
@@ -293,6 +296,7 @@ pub fn parse_rfc2822_date(value: &str) -> Option<DateTime<Utc>> {
         .map(|d| d.with_timezone(&Utc))
 }
 
+/// Every run of whitespace as one space, none at the ends (how subjects are compared).
 pub fn collapse_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 /// Why one message could not be turned into reports. The message looked like a performance
 /// report (it has the robot's comparison table or opening sentence) but could not be read.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
     #[error("report has a comparison table but no `a/b/testcase:` parameter header before it")]
@@ -34,6 +35,7 @@ pub enum ParseError {
 }
 
 /// Why an input could not be read at all.
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     #[error("{}: {source}; check that the path exists and is readable", path.display())]

@@ -32,7 +32,8 @@ const HEADER_INDEX: &str = "lkplake-index";
 /// Reports in flight at once: enough to keep the broker pipeline full, bounded so memory is.
 const MAX_IN_FLIGHT: usize = 4096;
 
-/// Errors of the Kafka side of ingest.
+/// Errors of the Kafka side of ingest; each variant's message is its documentation.
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum KafkaIngestError {
     #[error(
@@ -65,8 +66,11 @@ pub enum KafkaIngestError {
 /// Where to send.
 #[derive(Debug, Clone)]
 pub struct KafkaTarget {
+    /// Bootstrap addresses, comma-separated.
     pub brokers: String,
+    /// Where parsed reports go (`lkp.reports`).
     pub reports_topic: String,
+    /// Where messages that look like reports but cannot be parsed go (`lkp.dlq`).
     pub dlq_topic: String,
     /// Partitions of topics this run creates.
     pub partitions: i32,
@@ -76,6 +80,7 @@ pub struct KafkaTarget {
 }
 
 impl KafkaTarget {
+    /// The default topics on the given brokers, six partitions, topics created when missing.
     pub fn new(brokers: impl Into<String>) -> Self {
         Self {
             brokers: brokers.into(),
@@ -146,12 +151,20 @@ pub fn producer(brokers: &str) -> Result<FutureProducer, KafkaIngestError> {
 /// What an ingest run did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct IngestSummary {
+    /// Inputs (files, archives, stdin) opened.
     pub inputs: u64,
+    /// Bytes of those inputs, as stored (compressed archives count compressed).
     pub bytes: u64,
+    /// Messages read from them.
     pub messages: u64,
+    /// Reports produced to the reports topic.
     pub reports: u64,
+    /// Of those, reports recognised as copies of one already produced in this run (a reply
+    /// quoting the whole report); produced anyway, the transformer drops them by key.
     pub quoted: u64,
+    /// Messages that are not performance reports (skipped, nothing produced).
     pub not_reports: u64,
+    /// Messages that look like reports but could not be parsed, produced to the dead-letter topic.
     pub dead_lettered: u64,
     /// Inputs that could not be read at all (missing file, broken gzip), reported on stderr.
     pub unreadable: u64,
@@ -162,8 +175,9 @@ pub struct IngestSummary {
 /// Where an ingest stopped early.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stopped {
-    /// The input being read, and the index of its first message not read.
+    /// The input being read.
     pub path: String,
+    /// The index of its first message not read.
     pub next_message: u64,
     /// Inputs after it, not read at all.
     pub inputs_not_read: u64,
@@ -475,11 +489,17 @@ fn deliver(
 /// One entry of the dead-letter topic.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {
+    /// Where the letter is on the dead-letter topic.
     pub partition: i32,
+    /// Its offset in that partition.
     pub offset: i64,
+    /// The input the message came from.
     pub path: String,
+    /// The message's index in that input.
     pub index: u64,
+    /// Why the parser refused it.
     pub error: String,
+    /// The message exactly as read.
     pub raw: Vec<u8>,
 }
 

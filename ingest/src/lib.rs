@@ -5,6 +5,8 @@
 //! [`parser`] reads kernel test robot performance reports from that text. The parser is a
 //! pure function: bytes in, reports or a typed error out, never a panic.
 
+#![warn(missing_docs)]
+
 pub mod decode;
 pub mod error;
 #[cfg(feature = "kafka")]

@@ -22,7 +22,9 @@ pub struct InputFile {
 /// One message of an input file.
 #[derive(Debug)]
 pub struct RawMessage<'a> {
+    /// Its position in the input, from 0.
     pub index: u64,
+    /// The message as stored (an mbox's `>From ` lines unescaped).
     pub bytes: Cow<'a, [u8]>,
 }
 
@@ -82,6 +84,7 @@ impl InputFile {
         self.data.len()
     }
 
+    /// Whether the (decompressed) input holds no bytes.
     pub fn is_empty(&self) -> bool {
         self.data.is_empty()
     }
@@ -141,7 +144,9 @@ fn mbox_message(entry: &[u8]) -> Cow<'_, [u8]> {
 /// The input files of a run and their total size, found in one walk.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inputs {
+    /// The files in the order they are read (`-` for stdin).
     pub files: Vec<PathBuf>,
+
     /// Bytes of the files that exist (stdin counts as 0).
     pub bytes: u64,
 }

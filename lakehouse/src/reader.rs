@@ -108,7 +108,7 @@ impl LakeTables {
         &self.url
     }
 
-    /// The version of each table, in [`TABLES`] order.
+    /// The version of each table, `metrics` first, then `reports`.
     pub fn versions(&self) -> Vec<Option<u64>> {
         self.tables.iter().map(|(_, t)| t.version()).collect()
     }

@@ -23,16 +23,19 @@ pub fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
 
+/// A column as UTF-8 strings, whatever string or dictionary type the lake stored it as.
 pub fn strings(column: &ArrayRef) -> Result<StringArray, QueryError> {
     let utf8 = cast(column, &DataType::Utf8)?;
     Ok(utf8.as_string::<i32>().clone())
 }
 
+/// A column as microsecond timestamps.
 pub fn micros(column: &ArrayRef) -> Result<TimestampMicrosecondArray, QueryError> {
     let ts = cast(column, &DataType::Timestamp(TimeUnit::Microsecond, None))?;
     Ok(ts.as_primitive::<TimestampMicrosecondType>().clone())
 }
 
+/// A column as 64-bit floats.
 pub fn floats(column: &ArrayRef) -> Result<Float64Array, QueryError> {
     let f = cast(column, &DataType::Float64)?;
     Ok(f.as_primitive::<Float64Type>().clone())

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 /// The catalog and schema every table and view lives in; Postgres clients expect `public`.
 pub const CATALOG: &str = "datafusion";
+/// See [`CATALOG`].
 pub const SCHEMA: &str = "public";
 
 /// The views, as SQL (`CREATE VIEW` statements in dependency order).

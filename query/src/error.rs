@@ -4,6 +4,8 @@ use datafusion::arrow::error::ArrowError;
 use datafusion::error::DataFusionError;
 use lkplake_lake::LakeError;
 
+/// Why a query or the engine failed; each variant's message is its documentation (and what the user reads).
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
     #[error(transparent)]

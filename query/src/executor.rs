@@ -25,8 +25,10 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Errors of the executor itself (not of the queries it runs).
+/// Errors of the executor itself (not of the queries it runs); the message documents each.
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
+
 pub enum ExecutorError {
     #[error("cannot start the query threads: {0}")]
     Start(#[from] std::io::Error),

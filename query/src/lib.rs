@@ -8,6 +8,8 @@
 //! The Postgres wire server and the exporter are `lkplake-serve`; trend analysis is
 //! `lkplake-trend`; nothing here writes the lake.
 
+#![warn(missing_docs)]
+
 pub mod columns;
 pub mod engine;
 pub mod error;

@@ -35,6 +35,7 @@ pub struct HonorLimit {
 }
 
 impl HonorLimit {
+    /// `inner`, with every scan it plans under a [`LimitBarrier`].
     pub fn wrap(inner: Arc<dyn TableProvider>) -> Arc<dyn TableProvider> {
         Arc::new(Self { inner })
     }
@@ -80,6 +81,7 @@ pub struct LimitBarrier {
 }
 
 impl LimitBarrier {
+    /// `input`, behind a barrier that no limit is pushed through.
     pub fn over(input: Arc<dyn ExecutionPlan>) -> Arc<dyn ExecutionPlan> {
         Arc::new(Self { input })
     }

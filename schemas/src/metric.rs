@@ -32,11 +32,14 @@ pub fn change_unit(metric: &str) -> ChangeUnit {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
+    /// Throughput, operations per second, scores.
     HigherIsBetter,
+    /// Latency, run time, cycles, misses.
     LowerIsBetter,
 }
 
 impl Direction {
+    /// The name stored in the lake: `higher_is_better` or `lower_is_better`.
     pub fn as_str(self) -> &'static str {
         match self {
             Direction::HigherIsBetter => "higher_is_better",
@@ -116,7 +119,9 @@ pub struct DirectionTable {
 /// A user-supplied pattern that could not be compiled.
 #[derive(Debug)]
 pub struct InvalidPattern {
+    /// The pattern as given.
     pub pattern: String,
+    /// What the regex compiler said.
     pub reason: String,
 }
 

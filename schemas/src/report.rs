@@ -50,7 +50,9 @@ pub struct Report {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
+    /// The robot "noticed a ... regression".
     Regression,
+    /// The robot "noticed a ... improvement".
     Improvement,
 }
 
@@ -122,10 +124,13 @@ pub struct Machine {
     /// The report's description, e.g. `96 threads 2 sockets Intel(R) Xeon(R) Gold 6252 CPU @
     /// 2.10GHz (Cascade Lake) with 512G memory`.
     pub description: Option<String>,
+    /// Hardware threads, e.g. 96.
     pub threads: Option<u32>,
+    /// CPU sockets, e.g. 2.
     pub sockets: Option<u32>,
     /// CPU model as printed, e.g. `Intel(R) Xeon(R) Gold 6252 CPU @ 2.10GHz (Cascade Lake)`.
     pub cpu: Option<String>,
+    /// Memory in GiB as printed (`512G`), e.g. 512.
     pub memory_gb: Option<u32>,
 }
 
@@ -156,11 +161,14 @@ pub struct Value {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeUnit {
+    /// `-34.5%`: relative to the base.
     Percent,
+    /// `+0.3` (printed for metrics whose base is near zero): the difference itself.
     Absolute,
 }
 
 impl ChangeUnit {
+    /// The name stored in the lake: `percent` or `absolute`.
     pub fn as_str(self) -> &'static str {
         match self {
             ChangeUnit::Percent => "percent",
@@ -182,6 +190,8 @@ pub struct Failure {
 /// Failed runs out of all runs for one commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FailRuns {
+    /// Runs that showed the failure.
     pub fail: u32,
+    /// Runs in all.
     pub runs: u32,
 }

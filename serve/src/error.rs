@@ -7,6 +7,8 @@ use lkplake_lake::LakeError;
 use lkplake_query::QueryError;
 use std::net::SocketAddr;
 
+/// Why serving stopped or could not start; each variant's message is its documentation (and what the user reads).
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error(transparent)]

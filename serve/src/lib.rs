@@ -8,6 +8,8 @@
 //! [`lkplake_shutdown`]'s: on SIGTERM the listeners stop accepting, statements in flight finish
 //! within the grace period, and idle connections are closed.
 
+#![warn(missing_docs)]
+
 mod error;
 pub mod exporter;
 pub mod pg;
@@ -27,12 +29,17 @@ use std::time::Duration;
 /// Everything `lkplake serve` is told.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
+    /// The lake served.
     pub lake: LakeUrl,
+    /// The Postgres listener.
     pub pg: pg::ServeConfig,
+    /// The query engine's settings (threads, memory).
     pub engine: EngineConfig,
     /// Where `/metrics` is served, if at all.
     pub http: Option<SocketAddr>,
+    /// What `/metrics` exports.
     pub exporter: ExporterConfig,
+
     /// With `http`: the Kafka topics whose progress the exporter reports.
     pub pipeline: Option<PipelineTopics>,
     /// How often to look for new commits in the lake.

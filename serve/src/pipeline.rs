@@ -14,6 +14,7 @@ use std::sync::Arc;
 /// One partition of the reports topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PartitionHealth {
+    /// The partition's number.
     pub partition: i32,
     /// Offset the next produced message will get.
     pub high_watermark: i64,
@@ -31,8 +32,11 @@ impl PartitionHealth {
 /// The pipeline as Kafka and the lake see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PipelineHealth {
+    /// The reports topic.
     pub topic: String,
+    /// Each of its partitions.
     pub partitions: Vec<PartitionHealth>,
+    /// The dead-letter topic.
     pub dlq_topic: String,
     /// Messages ever written to the dead-letter topic (absent when it does not exist yet).
     pub dead_letters: Option<i64>,
@@ -48,8 +52,11 @@ impl PipelineHealth {
 /// Which topics of which brokers the probe reads.
 #[derive(Debug, Clone)]
 pub struct PipelineTopics {
+    /// Bootstrap addresses, comma-separated.
     pub brokers: String,
+    /// The reports topic.
     pub topic: String,
+    /// The dead-letter topic.
     pub dlq_topic: String,
 }
 
@@ -69,6 +76,7 @@ impl std::fmt::Debug for PipelineProbe {
 }
 
 impl PipelineProbe {
+    /// A probe with its own Kafka client; fails when the lake cannot be opened.
     pub async fn new(topics: PipelineTopics, lake: &LakeUrl) -> Result<Self, ServeError> {
         let consumer = ClientConfig::new()
             .set("bootstrap.servers", &topics.brokers)

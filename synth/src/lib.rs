@@ -27,6 +27,8 @@
 //! Everything is drawn from splitmix64 streams seeded from the configured seed, so one config
 //! always gives byte-identical reports, and no dependency is needed beyond the crate's own.
 
+#![warn(missing_docs)]
+
 use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, Utc};
 use lkplake_schemas::key::canonical_params;
 use lkplake_schemas::metric::{Direction, DirectionTable, change_unit, program};
@@ -78,7 +80,9 @@ pub enum SynthFormat {
 /// The truth about one test (one comparison table) of a generated report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SynthTest {
+    /// The testcase, e.g. `vm-scalability`.
     pub testcase: String,
+    /// The machine group, e.g. `lkp-csl-2sp3`.
     pub tbox_group: String,
     /// Canonical `k=v` parameters, sorted, joined by `,` (every axis except testcase and
     /// tbox_group), as [`canonical_params`] prints them.
@@ -87,6 +91,7 @@ pub struct SynthTest {
     pub machine: String,
     /// Number of table rows.
     pub rows: usize,
+    /// The metric the report's headline names, e.g. `vm-scalability.throughput`.
     pub headline_metric: String,
     /// The headline change as the table prints it (signed, base against head).
     pub headline_change_pct: f64,
@@ -111,10 +116,13 @@ pub struct SynthReport {
     pub params: String,
     /// With angle brackets.
     pub message_id: String,
+    /// The `Date:` header.
     pub date: DateTime<Utc>,
+    /// Which of the robot's layouts it is written in.
     pub format: SynthFormat,
     /// The verdict the prose states, from the headline's direction.
     pub kind: Kind,
+    /// The metric the headline names.
     pub headline_metric: String,
     /// As the table prints it.
     pub headline_change_pct: f64,
@@ -126,10 +134,13 @@ pub struct SynthReport {
 /// level is `1 + change_pct / 100` times what it was.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlantedStep {
+    /// The series' testcase.
     pub testcase: String,
+    /// The series' machine group.
     pub tbox_group: String,
     /// Canonical `k=v` parameters, sorted, joined by `,`.
     pub params: String,
+    /// The series' metric.
     pub metric: String,
     /// Index into [`Synth::reports`] of the report whose head column first shows the step.
     pub at_report_index: usize,
@@ -144,7 +155,9 @@ pub struct PlantedStep {
 /// The generated reports and the steps planted in them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Synth {
+    /// In date order, the order [`write_all`] numbers them.
     pub reports: Vec<SynthReport>,
+
     /// Ordered by report index.
     pub steps: Vec<PlantedStep>,
 }

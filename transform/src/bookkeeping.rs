@@ -61,7 +61,9 @@ enum Seen {
 /// A seek the consumer must make so the broker sends a partition's missing messages again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seek {
+    /// The partition to seek.
     pub partition: i32,
+    /// Where its next fetch starts.
     pub to: Offset,
 }
 
@@ -133,10 +135,12 @@ impl Ledger {
         })
     }
 
+    /// What the run did so far.
     pub fn summary(&self) -> &TransformSummary {
         &self.summary
     }
 
+    /// What the run did, at its end.
     pub fn into_summary(self) -> TransformSummary {
         self.summary
     }

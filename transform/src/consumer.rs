@@ -23,9 +23,13 @@ use std::time::{Duration, Instant};
 /// How a transform run behaves.
 #[derive(Debug, Clone)]
 pub struct TransformConfig {
+    /// Bootstrap addresses, comma-separated.
     pub brokers: String,
+    /// The reports topic.
     pub topic: String,
+    /// The consumer group every transformer of one lake shares.
     pub group: String,
+    /// The lake written.
     pub lake: LakeUrl,
     /// Which way is better for each metric: the defaults with the user's overrides.
     pub directions: DirectionTable,
@@ -42,6 +46,7 @@ pub struct TransformConfig {
 }
 
 impl TransformConfig {
+    /// The defaults: `lkp.reports`, group `lkplake-transform`, flush at 500,000 rows or 5 s.
     pub fn new(brokers: impl Into<String>, lake: LakeUrl) -> Self {
         Self {
             brokers: brokers.into(),

@@ -5,6 +5,8 @@ use lkplake_kafka::BrokerError;
 use lkplake_lake::LakeError;
 use rdkafka::error::KafkaError;
 
+/// Why the transformer stopped; each variant's message is its documentation (and what the user reads).
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum TransformError {
     #[error(transparent)]

@@ -7,6 +7,8 @@
 //! [`tracker`] decides when partitions are drained or stuck; [`normalize`] turns reports into
 //! Arrow batches. Writing the lake is `lkplake-lake`'s.
 
+#![warn(missing_docs)]
+
 pub mod bookkeeping;
 pub mod consumer;
 mod error;

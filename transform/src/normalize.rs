@@ -76,11 +76,14 @@ struct ReportColumns {
 /// Which tables a report's rows go to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tables {
+    /// Its measurements go to `metrics`.
     pub metrics: bool,
+    /// Its header row goes to `reports`.
     pub reports: bool,
 }
 
 impl Tables {
+    /// A report new to the lake: both.
     pub const BOTH: Tables = Tables {
         metrics: true,
         reports: true,
@@ -93,6 +96,7 @@ pub struct Batches {
     /// Sorted by testcase, machine, metric, params, time: rows of one series sit together,
     /// which is what compresses and what queries prune on.
     pub metrics: RecordBatch,
+    /// One row per report.
     pub reports: RecordBatch,
 }
 
@@ -107,6 +111,7 @@ pub struct Normalizer {
 }
 
 impl Normalizer {
+    /// An empty normalizer that labels each metric's direction from `directions`.
     pub fn new(directions: DirectionTable) -> Self {
         Self {
             directions,
@@ -119,6 +124,7 @@ impl Normalizer {
         self.metric_rows
     }
 
+    /// Buffers a report's rows for both tables.
     pub fn push(&mut self, report: &Report) {
         self.push_into(report, Tables::BOTH);
     }

@@ -66,6 +66,7 @@ impl Limits {
 /// Offsets of one partition that the transformer could not read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Missing {
+    /// The partition.
     pub partition: i32,
     /// First offset not in the lake.
     pub from: i64,
@@ -139,6 +140,7 @@ pub struct Tracker {
 }
 
 impl Tracker {
+    /// A tracker with nothing assigned yet.
     pub fn new(limits: Limits, now: Instant) -> Self {
         Self {
             limits,
@@ -171,6 +173,7 @@ impl Tracker {
         self.rewinds.clear();
     }
 
+    /// The partitions assigned here now.
     pub fn assigned(&self) -> BTreeSet<i32> {
         self.parts.keys().copied().collect()
     }

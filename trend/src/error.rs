@@ -6,6 +6,8 @@ use lkplake_lake::LakeError;
 use lkplake_query::QueryError;
 use std::path::PathBuf;
 
+/// Why a trend run failed; each variant's message is its documentation (and what the user reads).
+#[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum TrendError {
     #[error(transparent)]

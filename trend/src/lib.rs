@@ -9,6 +9,8 @@
 //! other. `trend_series` remembers what each series looked like when it was last analysed, so a
 //! re-run recomputes only series with new observations (or new settings).
 
+#![warn(missing_docs)]
+
 pub mod detect;
 mod error;
 mod plot;
@@ -32,12 +34,15 @@ use std::sync::Arc;
 /// What to analyse and how.
 #[derive(Debug, Clone)]
 pub struct TrendConfig {
+    /// Only this testcase.
     pub testcase: Option<String>,
+    /// Only this machine.
     pub machine: Option<String>,
     /// A regular expression the metric must match.
     pub metric: Option<String>,
     /// Only observations at or after this time (`2024-01-01`, RFC 3339, ...).
     pub since: Option<String>,
+    /// The change-point test's settings.
     pub detect: detect::Params,
     /// Series with fewer observations are not analysed (a step needs points on both sides).
     pub min_observations: usize,
@@ -61,11 +66,16 @@ impl TrendConfig {
     }
 }
 
+/// What makes a series: one metric of one testcase with one set of parameters on one machine.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SeriesKey {
+    /// e.g. `vm-scalability`.
     pub testcase: String,
+    /// e.g. `lkp-csl-2sp3`.
     pub machine: String,
+    /// Canonical `k=v,...` parameters.
     pub params: String,
+    /// e.g. `vm-scalability.throughput`.
     pub metric: String,
 }
 
@@ -79,32 +89,45 @@ impl std::fmt::Display for SeriesKey {
     }
 }
 
+/// One point of a series: a commit's value (the mean when it was measured more than once).
 #[derive(Debug, Clone)]
 pub struct Observation {
     /// Microseconds since the epoch, UTC.
     pub time: i64,
+    /// The commit measured.
     pub commit: String,
+    /// Its value.
     pub value: f64,
 }
 
 /// One change point of a series.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
+    /// The series that changed.
     pub series: SeriesKey,
     /// Time of the first observation after the change.
     pub time: i64,
     /// Time of the last observation before it.
     pub time_before: i64,
+    /// The commit range that holds the change ends here ...
     pub last_commit_before: String,
+    /// ... and starts here.
     pub first_commit_after: String,
+    /// Mean of the observations since the previous change point (or the start).
     pub mean_before: f64,
+    /// Mean of the observations up to the next change point (or the end).
     pub mean_after: f64,
+    /// `mean_after` against `mean_before`, in percent, signed.
     pub change_pct: f64,
+    /// Two-sided p-value of the t-test between the segments either side.
     pub pvalue: f64,
     /// `regression` or `improvement`; none for metrics without a direction.
     pub kind: Option<String>,
+    /// The metric's direction (`higher_is_better`, `lower_is_better`), if known.
     pub direction: Option<String>,
+    /// Observations in the segment before.
     pub observations_before: u32,
+    /// Observations in the segment after.
     pub observations_after: u32,
 }
 
@@ -121,6 +144,7 @@ pub struct TrendSummary {
     pub too_short: u64,
     /// Change points in the series matching the filters.
     pub changes: u64,
+    /// SVG plots written.
     pub plots: u64,
 }
 

@@ -22,6 +22,7 @@ impl Format {
         }
     }
 
+    /// The `Content-Type` of an answer in this format.
     pub fn content_type(self) -> &'static str {
         match self {
             Self::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
@@ -33,6 +34,7 @@ impl Format {
 /// A family's type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// A value that goes up and down.
     Gauge,
     /// Samples are named `<name>_total`; OpenMetrics names the family without the suffix.
     Counter,
@@ -41,20 +43,27 @@ pub enum Kind {
 /// One sample: label pairs in a fixed order and a value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
+    /// Label names and values, in the order they are written.
     pub labels: Vec<(&'static str, String)>,
+    /// The sample's value.
     pub value: f64,
 }
 
 /// A metric family: its name (without `_total` for counters), help text, type and samples.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Family {
+    /// The family's name, `lkplake_...`.
     pub name: &'static str,
+    /// Its `# HELP` line.
     pub help: &'static str,
+    /// Its `# TYPE`.
     pub kind: Kind,
+    /// Its samples, written in this order.
     pub samples: Vec<Sample>,
 }
 
 impl Family {
+    /// A gauge family with no samples yet.
     pub fn gauge(name: &'static str, help: &'static str) -> Self {
         Self {
             name,
@@ -64,6 +73,7 @@ impl Family {
         }
     }
 
+    /// A counter family with no samples yet.
     pub fn counter(name: &'static str, help: &'static str) -> Self {
         Self {
             kind: Kind::Counter,

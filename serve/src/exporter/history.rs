@@ -23,7 +23,9 @@ pub struct HistoryConfig {
 /// What an export wrote.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HistorySummary {
+    /// Series written.
     pub series: u64,
+    /// Samples written, over all series.
     pub samples: u64,
 }
 

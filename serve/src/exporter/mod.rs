@@ -75,6 +75,7 @@ impl std::fmt::Debug for Exporter {
 }
 
 impl Exporter {
+    /// An exporter over `engine`; refuses a configuration that cannot work (see its error).
     pub fn new(engine: Arc<Engine>, config: ExporterConfig) -> Result<Self, ServeError> {
         config.validate()?;
         Ok(Self {

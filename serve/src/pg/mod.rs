@@ -59,8 +59,11 @@ use tokio_util::task::TaskTracker;
 /// How the server listens and what it allows.
 #[derive(Debug, Clone)]
 pub struct ServeConfig {
+    /// Address and port of the listener.
     pub listen: SocketAddr,
+    /// The one user name accepted.
     pub user: String,
+
     /// `None` runs without authentication, which only a loopback address allows.
     pub password: Option<String>,
     /// The longest a statement may run, streaming its rows included. A client may ask for less
