@@ -5,8 +5,9 @@
 #       install Debian's public-inbox (1.9.0 on bookworm) unless public-inbox-init is on PATH
 #   infra/public-inbox.sh v2 MBOX DIR [ROTATE_BYTES]
 #       build a real v2 inbox in DIR (public-inbox-init -V2, then one public-inbox-mda run per
-#       message, oldest first in mbox order). MBOX may be plain or .gz. ROTATE_BYTES makes the
-#       inbox roll over into git/1.git, git/2.git, ... (see "Epochs" below).
+#       message, oldest first; see "Order" below). MBOX may be plain or .gz. ROTATE_BYTES makes
+#       the inbox roll over into git/1.git, git/2.git, ... (see "Epochs" below). About 0.4 s
+#       per message (2,014 messages: 14 minutes).
 #   infra/public-inbox.sh deliver DIR MAILFILE...
 #       deliver more mail into an existing inbox built by `v2` (new mail arriving; it lands in a
 #       new epoch once the current one is full). A MAILFILE is one message, or an mbox (.gz ok)
@@ -22,8 +23,11 @@
 #   infra/public-inbox.sh lore MBOX REPO
 #       build a lore-style bare git repository with plain git (git fast-import), like the
 #       GitHub mirrors of lore epochs (github.com/linux-mailinglist-archives/<list>.0): one
-#       commit per message on refs/heads/master, oldest first in mbox order, each tree holding
-#       exactly one blob `m` (the message as split from the mbox, unmodified otherwise).
+#       commit per message on refs/heads/master, oldest first (see "Order"), each tree holding
+#       exactly one blob `m`: the message as split from the mbox, byte for byte (v2 inboxes,
+#       lore's included, lack Delivered-To: and X-Original-To:, which public-inbox's importer
+#       drops). Author from From: and Date:, committer date from the top Received:, commit
+#       message the Subject:. 2,014 messages: 5 seconds.
 #   infra/public-inbox.sh stats DIR-OR-REPO
 #       per epoch: commits, commits writing `m` / `d`, merges, size.
 #
@@ -45,7 +49,10 @@
 # PublicInbox::V2Writable::new to set {rotate_bytes}. Each -mda run decides on a new epoch when
 # the newest epoch's *.pack files, divided by 0.4, reach rotate_bytes; so the private git config
 # sets fastimport.unpackLimit=0 (otherwise git keeps a one-message import as loose objects and
-# the packs never grow) and an epoch holds roughly 0.4 * ROTATE_BYTES of packed objects.
+# the packs never grow) and gc.autoDetach=false (-mda's `git gc --auto` repacks every 50
+# deliveries; in the foreground the next run sees the result). An epoch so ends with about
+# 0.4 * ROTATE_BYTES of packs (cgroups corpus, 25 MB of mail: ROTATE_BYTES=10000000 gives
+# 2 epochs, 1136 + 877 messages, 4.0 + 3.7 MB of packs).
 #
 # Everything public-inbox reads or writes besides DIR's inbox lives in DIR/.pi-groundwork/:
 # config (PI_CONFIG), home (HOME, with the git config), emergency (PI_EMERGENCY: a copy of
@@ -221,6 +228,8 @@ state_setup() {
 	email = public-inbox.sh@example.invalid
 [fastimport]
 	unpackLimit = 0
+[gc]
+	autoDetach = false
 EOF
     cat >"$st/lib/PiGroundwork.pm" <<'EOF'
 # Loaded by infra/public-inbox.sh into public-inbox-mda (perl -MPiGroundwork): public-inbox 1.9.0
@@ -271,7 +280,11 @@ deliver_dir() {
         elif ((after > before)); then
             drop=$((drop + 1)); why="dropped by precheck"
         else
-            ok=$((ok + 1)); [[ ! -s $st/mda.err ]] || why="stored, with warnings"
+            ok=$((ok + 1))
+            # git gc --auto (every 50 deliveries) says "Auto packing the repository ... See
+            # "git help gc" for manual housekeeping." on two lines; anything else is logged
+            ! grep -qv -e '^Auto packing the repository' -e '^See "git help gc"' "$st/mda.err" ||
+                why="stored, with warnings"
         fi
         [[ -z $why ]] || printf '%s\t%s\t%s\n' "$f" "$why" "$(tr '\n' ' ' <"$st/mda.err")" >>"$st/deliver.log"
         if ((n % 250 == 0)); then echo "  $n messages, $(elapsed "$t0") s" >&2; fi
@@ -334,6 +347,7 @@ deliver() {
 message_file() {
     local dir=$1 arg=$2 out=$st/lookup.eml
     if [[ -f $arg ]]; then echo "$arg"; return; fi
+    rm -f "$out"
     perl -MPublicInbox::Inbox -e '
         my ($dir, $mid, $out) = @ARGV;
         $mid =~ s/\A\s*<//; $mid =~ s/>\s*\z//;
@@ -341,7 +355,8 @@ message_file() {
         my $ref = $ibx->msg_by_mid($mid) or die "<$mid> is not in $dir\n";
         open my $fh, ">", $out or die "$out: $!\n";
         print $fh $$ref;
-        close $fh or die "$out: $!\n";' "$dir" "$arg" "$out"
+        close $fh or die "$out: $!\n";' "$dir" "$arg" "$out" || return 1
+    [[ -s $out ]] || return 1   # perl can exit 0 after die here (public-inbox END blocks)
     echo "$out"
 }
 
@@ -351,7 +366,7 @@ purge() {
     need_pi
     dir=$(cd "$dir" && pwd)
     state_setup "$dir"
-    f=$(message_file "$dir" "$2")
+    f=$(message_file "$dir" "$2") || exit 1
     public-inbox-purge "$dir" <"$f"
 }
 
@@ -361,7 +376,7 @@ remove() {
     need_pi
     dir=$(cd "$dir" && pwd)
     state_setup "$dir"
-    f=$(message_file "$dir" "$2")
+    f=$(message_file "$dir" "$2") || exit 1
     public-inbox-learn rm --all <"$f"
 }
 

@@ -78,7 +78,8 @@ fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
                 .map(|()| ExitCode::SUCCESS),
             Command::Trend(args) => trend::run(&args).await.map(|()| ExitCode::SUCCESS),
             Command::Export(args) => export::run(&args).await.map(|()| ExitCode::SUCCESS),
-            Command::Parse(_) | Command::Dlq(_) | Command::Gen(_) => Ok(ExitCode::SUCCESS),
+            Command::Dlq(args) => pipeline::run_dlq(&args).await.map(ok),
+            Command::Parse(_) | Command::Gen(_) => Ok(ExitCode::SUCCESS),
         }
     })
 }
@@ -201,7 +202,6 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Parse(args) => parse::run(&args),
-        Command::Dlq(args) => pipeline::run_dlq(&args).map(|()| ExitCode::SUCCESS),
         Command::Gen(args) => generate::run(&args).map(|()| ExitCode::SUCCESS),
         command => tokio_main(command),
     };

@@ -2,10 +2,12 @@
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use lkplake_ingest::source::{expand_paths, open};
+use lkplake_ingest::source::{self, expand_paths};
 use lkplake_ingest::{Parsed, parse_message};
 use lkplake_schemas::{Report, Source};
 use std::io::{BufWriter, Write};
+use std::ops::ControlFlow;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -48,41 +50,38 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
             "report_key", "date", "kind", "testcase", "machine", "rows"
         )?;
     }
-    for path in expand_paths(&args.paths)? {
-        let file = match open(&path) {
-            Ok(file) => file,
-            Err(e) => {
-                eprintln!("lkplake parse: {e}");
-                unreadable += 1;
-                continue;
-            }
-        };
-        for message in file.messages() {
+    let mut written = Ok(());
+    for input in expand_paths(&args.paths)? {
+        let read = source::read(&input, &mut |message| {
             counts.messages += 1;
-            let source = Source {
-                path: file.path.clone(),
-                index: message.index,
-            };
-            match parse_message(&message.bytes, &source) {
+            match parse_message(&message.bytes, &message.source) {
                 Ok(Parsed::Reports(reports)) => {
                     for report in reports {
                         counts.reports += 1;
                         counts.quoted += u64::from(report.quoted);
-                        write_report(&mut out, args.format, &report)?;
+                        written = write_report(&mut out, args.format, &report);
+                        if written.is_err() {
+                            return ControlFlow::Break(());
+                        }
                     }
                 }
                 Ok(Parsed::NotAReport) => counts.not_reports += 1,
                 Err(reason) => {
                     counts.failed += 1;
-                    eprintln!(
-                        "lkplake parse: {}, message {}: {reason}",
-                        source.path, source.index
-                    );
+                    eprintln!("lkplake parse: {}: {reason}", describe(&message.source));
                 }
             }
+            ControlFlow::Continue(())
+        });
+        std::mem::replace(&mut written, Ok(())).context("writing to stdout")?;
+
+        if let Err(e) = read {
+            eprintln!("lkplake parse: {e}");
+            unreadable += 1;
         }
     }
     out.flush().context("writing to stdout")?;
+
     eprintln!(
         "lkplake parse: {} messages: {} reports ({} quoted copies), {} not reports, {} failed{}",
         counts.messages,
@@ -140,4 +139,16 @@ fn write_report(out: &mut impl Write, format: Format, report: &Report) -> anyhow
         }
     }
     Ok(())
+}
+
+/// Where a message is, in words: `file, message 3`, or `inbox epoch 0 commit 1a2b…`.
+fn describe(source: &Source) -> String {
+    match (&source.commit, source.epoch) {
+        (Some(commit), epoch) => format!(
+            "{} epoch {} commit {commit}",
+            source.path,
+            epoch.unwrap_or(0)
+        ),
+        _ => format!("{}, message {}", source.path, source.index),
+    }
 }

@@ -5,9 +5,12 @@ use crate::UsageError;
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use lkplake_ingest::checkpoint::SOURCES_TOPIC;
+use lkplake_ingest::follow::{FollowConfig, follow};
 use lkplake_ingest::kafka::{
     DLQ_TOPIC, IngestSummary, KafkaTarget, REPORTS_TOPIC, ingest, read_dead_letters,
 };
+
 use lkplake_ingest::source::Inputs;
 use lkplake_lake::{Lake, LakeUrl};
 use lkplake_query::{Engine, EngineConfig};
@@ -45,9 +48,46 @@ pub struct IngestArgs {
     /// Partitions of the report topic when it has to be created.
     #[arg(long, env = "LKPLAKE_PARTITIONS", default_value_t = 6)]
     pub partitions: i32,
-    /// Files, directories, .mbox / .mbox.gz archives, Maildir folders, `-` for stdin.
+    #[command(flatten)]
+    pub follow: FollowArgs,
+    /// Files, directories, .mbox / .mbox.gz archives, Maildir folders, public-inbox archives
+    /// (a v2 inbox directory or a lore mirror's repository), `-` for stdin.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct FollowArgs {
+    /// Keep running: look at the sources again every --poll and produce what is new, until
+    /// SIGINT/SIGTERM. Where each source stands is saved in --sources-topic.
+    #[arg(long, env = "LKPLAKE_FOLLOW")]
+    pub follow: bool,
+    /// With --follow: time between two looks at the sources.
+    #[arg(long, env = "LKPLAKE_POLL", default_value = "30s", value_parser = crate::units::duration, requires = "follow")]
+    pub poll: Duration,
+    /// With --follow: `git fetch` each archive epoch from its remote before each look.
+    #[arg(long, env = "LKPLAKE_FETCH", requires = "follow")]
+    pub fetch: bool,
+    /// With --follow: the compacted topic where each source's position is kept.
+    #[arg(long, env = "LKPLAKE_SOURCES_TOPIC", default_value = SOURCES_TOPIC)]
+    pub sources_topic: String,
+}
+
+impl FollowArgs {
+    fn config(&self, paths: &[PathBuf]) -> Result<FollowConfig, UsageError> {
+        if paths.iter().any(|p| p.as_os_str() == "-") {
+            return Err(UsageError::from(
+                "--follow cannot follow stdin: name files, directories or archives",
+            ));
+        }
+        Ok(FollowConfig {
+            paths: paths.to_vec(),
+            poll: self.poll,
+            fetch: self.fetch,
+            sources_topic: self.sources_topic.clone(),
+            create_topic: true,
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -102,6 +142,8 @@ pub struct RunArgs {
     /// Metric directions file, as for `transform`.
     #[arg(long, env = "LKPLAKE_DIRECTIONS")]
     pub directions: Option<PathBuf>,
+    #[command(flatten)]
+    pub follow: FollowArgs,
     /// Report sources, as for `ingest`.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -111,6 +153,28 @@ pub struct RunArgs {
 pub struct DlqArgs {
     #[command(flatten)]
     pub kafka: KafkaArgs,
+    #[command(subcommand)]
+    pub command: Option<DlqCommand>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum DlqCommand {
+    /// List the dead letters (the default).
+    List,
+    /// Parse every dead letter again with this version's parser; produce those that now parse
+    /// to the reports topic (once: replayed letters are recorded in --sources-topic) and leave
+    /// the rest.
+    Replay {
+        /// The compacted topic where replayed letters are recorded.
+        #[arg(long, env = "LKPLAKE_SOURCES_TOPIC", default_value = SOURCES_TOPIC)]
+        sources_topic: String,
+    },
+    /// Write one dead letter's raw bytes to stdout (to attach to a bug report).
+    Show {
+        /// The letter's offset, as `dlq` lists it; `PARTITION:OFFSET` when the topic has more
+        /// than one partition.
+        letter: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -154,9 +218,15 @@ async fn ingest_into(
         target,
         move |bytes| progress.set_position(bytes),
         shutdown.token(),
+        None,
     )
     .await?;
     bar.finish_and_clear();
+    print_ingest(&summary);
+    Ok(summary)
+}
+
+fn print_ingest(summary: &IngestSummary) {
     eprintln!(
         "lkplake ingest: {} inputs, {} messages: {} reports ({} quoted copies), {} not reports skipped, {} dead-lettered{}",
         summary.inputs,
@@ -178,6 +248,21 @@ async fn ingest_into(
             stopped.path, stopped.next_message, stopped.inputs_not_read
         );
     }
+}
+
+/// `--follow`: rounds until stopped, one summary line per round that found something new.
+async fn follow_into(
+    target: &KafkaTarget,
+    config: FollowConfig,
+    shutdown: &Shutdown,
+) -> anyhow::Result<IngestSummary> {
+    eprintln!(
+        "lkplake ingest: following {} path(s), looking every {:?}{}; SIGTERM stops",
+        config.paths.len(),
+        config.poll,
+        if config.fetch { ", fetching first" } else { "" }
+    );
+    let summary = follow(config, target, shutdown.token(), print_ingest).await?;
     Ok(summary)
 }
 
@@ -192,6 +277,12 @@ pub async fn run_ingest(args: &IngestArgs, shutdown: &Shutdown) -> anyhow::Resul
     target.dlq_topic = args.kafka.dlq_topic.clone();
     target.partitions = args.partitions;
     shutdown.on_signals("ingest");
+    if args.follow.follow {
+        let config = args.follow.config(&args.paths)?;
+        let summary = follow_into(&target, config, shutdown).await?;
+        // Stopped on purpose: a follower's normal end.
+        return Ok(summary.unreadable == 0);
+    }
     let summary = ingest_into(&target, inputs(&args.paths).await?, shutdown).await?;
     Ok(complete(&summary))
 }
@@ -262,6 +353,10 @@ pub async fn run_all(args: &RunArgs, shutdown: &Shutdown) -> anyhow::Result<bool
                 .context("creating the report topic")?;
             mock.create_topic(&target.dlq_topic, 1, 1)
                 .context("creating the dead-letter topic")?;
+            if args.follow.follow {
+                mock.create_topic(&args.follow.sources_topic, 1, 1)
+                    .context("creating the checkpoint topic")?;
+            }
             eprintln!(
                 "lkplake run: embedded Kafka cluster at {}",
                 mock.bootstrap_servers()
@@ -270,6 +365,22 @@ pub async fn run_all(args: &RunArgs, shutdown: &Shutdown) -> anyhow::Result<bool
         }
     };
     shutdown.on_signals("run");
+    if args.follow.follow {
+        // Ingest and transform side by side until stopped. On the embedded cluster the
+        // checkpoints end with the run: a restart reads the sources again, and the transformer
+        // skips what the lake already holds.
+        let mut follow_config = args.follow.config(&args.paths)?;
+        follow_config.create_topic = args.brokers.is_some();
+        let mut config = TransformConfig::new(&target.brokers, args.lake.clone());
+        config.directions = directions(args.directions.as_ref())?;
+        config.topic = target.reports_topic.clone();
+        let (ingested, transformed) = tokio::join!(
+            follow_into(&target, follow_config, shutdown),
+            transform(config, shutdown.cancelled())
+        );
+        print_transform(&transformed?);
+        return Ok(ingested?.unreadable == 0);
+    }
     let ingested = ingest_into(&target, inputs, shutdown).await?;
     let mut config = TransformConfig::new(&target.brokers, args.lake.clone());
     config.directions = directions(args.directions.as_ref())?;
@@ -301,28 +412,95 @@ pub async fn run_all(args: &RunArgs, shutdown: &Shutdown) -> anyhow::Result<bool
     Ok(complete(&ingested))
 }
 
-pub fn run_dlq(args: &DlqArgs) -> anyhow::Result<()> {
-    let letters = read_dead_letters(args.kafka.brokers()?, &args.kafka.dlq_topic)?;
+/// `dlq`, `dlq list`, `dlq replay`, `dlq show`; false when letters are left failing.
+pub async fn run_dlq(args: &DlqArgs) -> anyhow::Result<bool> {
+    let brokers = args.kafka.brokers()?.to_owned();
+    match &args.command {
+        None | Some(DlqCommand::List) => {
+            let letters = dead_letters(&brokers, &args.kafka.dlq_topic).await?;
+            list_dead_letters(&letters, &args.kafka.dlq_topic);
+            Ok(true)
+        }
+        Some(DlqCommand::Show { letter }) => {
+            let (partition, offset) = match letter.split_once(':') {
+                Some((p, o)) => (p.parse::<i32>().ok(), o.parse::<i64>().ok()),
+                None => (Some(0), letter.parse::<i64>().ok()),
+            };
+            let (Some(partition), Some(offset)) = (partition, offset) else {
+                return Err(UsageError::owned(format!(
+                    "dlq show {letter}: name a letter by its offset, or PARTITION:OFFSET, as `lkplake dlq` lists them"
+                ))
+                .into());
+            };
+            let letters = dead_letters(&brokers, &args.kafka.dlq_topic).await?;
+            let Some(found) = letters
+                .iter()
+                .find(|l| l.partition == partition && l.offset == offset)
+            else {
+                return Err(UsageError::owned(format!(
+                    "{} holds no letter {partition}:{offset} ({} letters; `lkplake dlq` lists them)",
+                    args.kafka.dlq_topic,
+                    letters.len()
+                ))
+                .into());
+            };
+            let mut out = std::io::stdout().lock();
+            std::io::Write::write_all(&mut out, &found.raw).context("writing to stdout")?;
+            std::io::Write::flush(&mut out).context("writing to stdout")?;
+            Ok(true)
+        }
+        Some(DlqCommand::Replay { sources_topic }) => {
+            let mut target = KafkaTarget::new(brokers);
+            target.reports_topic = args.kafka.topic.clone();
+            target.dlq_topic = args.kafka.dlq_topic.clone();
+            let summary = lkplake_ingest::replay::replay(&target, sources_topic).await?;
+            for (letter, reason) in &summary.still_failing {
+                eprintln!(
+                    "lkplake dlq replay: {}:{} ({}) still fails: {reason}",
+                    letter.partition, letter.offset, letter.source
+                );
+            }
+            eprintln!(
+                "lkplake dlq replay: {} letters: {} replayed now ({} reports produced to {}), {} replayed before, {} now not reports, {} still failing (left in {})",
+                summary.letters,
+                summary.replayed,
+                summary.reports,
+                target.reports_topic,
+                summary.already_replayed,
+                summary.not_reports,
+                summary.still_failing.len(),
+                target.dlq_topic
+            );
+            Ok(summary.still_failing.is_empty())
+        }
+    }
+}
+
+async fn dead_letters(
+    brokers: &str,
+    topic: &str,
+) -> anyhow::Result<Vec<lkplake_ingest::kafka::DeadLetter>> {
+    lkplake_kafka::reachable(brokers).await?;
+    let (brokers, topic) = (brokers.to_owned(), topic.to_owned());
+    Ok(tokio::task::spawn_blocking(move || read_dead_letters(&brokers, &topic)).await??)
+}
+
+fn list_dead_letters(letters: &[lkplake_ingest::kafka::DeadLetter], topic: &str) {
     println!(
         "{:>9}  {:>8}  {:>8}  {:<40}  reason",
         "partition", "offset", "bytes", "source"
     );
-    for l in &letters {
+    for l in letters {
         println!(
             "{:>9}  {:>8}  {:>8}  {:<40}  {}",
             l.partition,
             l.offset,
             l.raw.len(),
-            format!("{}#{}", l.path, l.index),
+            l.source.to_string(),
             l.error
         );
     }
-    eprintln!(
-        "lkplake dlq: {} dead letters in {}",
-        letters.len(),
-        args.kafka.dlq_topic
-    );
-    Ok(())
+    eprintln!("lkplake dlq: {} dead letters in {topic}", letters.len());
 }
 
 pub async fn run_compact(args: &CompactArgs) -> anyhow::Result<()> {

@@ -18,10 +18,7 @@ fn bench(c: &mut Criterion) {
     let file = InputFile::read(&corpus_path()).unwrap_or_else(|e| panic!("{e}"));
     let messages: Vec<Vec<u8>> = file.messages().map(|m| m.bytes.into_owned()).collect();
     let bytes: u64 = messages.iter().map(|m| m.len() as u64).sum();
-    let source = Source {
-        path: "corpus".into(),
-        index: 0,
-    };
+    let source = Source::file("corpus", 0);
     let reports: u64 = messages
         .iter()
         .map(|m| match parse_message(m, &source) {

@@ -50,4 +50,10 @@ pub enum SourceError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{}: git {what} failed: {reason}; is it a public-inbox epoch (a bare repository whose commits add the blob `m`)?", path.display())]
+    Git {
+        path: PathBuf,
+        what: String,
+        reason: String,
+    },
 }

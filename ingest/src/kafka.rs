@@ -3,7 +3,7 @@
 
 use crate::error::SourceError;
 use crate::parser::{Parsed, parse_message};
-use crate::source::{Inputs, open};
+use crate::source::{self, InputRead, Inputs, Message};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use lkplake_schemas::{Report, Source};
@@ -12,12 +12,17 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
+use rdkafka::message::{BorrowedMessage, Header, Headers, Message as _, OwnedHeaders};
+
+use crate::checkpoint::{self, Checkpointer, Position};
+use crate::source::Input;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
+use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
 use tokio_util::sync::CancellationToken;
 
 /// Parsed reports, one JSON message each, keyed by report key.
@@ -28,9 +33,15 @@ pub const DLQ_TOPIC: &str = "lkp.reports.dlq";
 const HEADER_ERROR: &str = "lkplake-error";
 const HEADER_PATH: &str = "lkplake-path";
 const HEADER_INDEX: &str = "lkplake-index";
+const HEADER_EPOCH: &str = "lkplake-epoch";
+const HEADER_COMMIT: &str = "lkplake-commit";
 
 /// Reports in flight at once: enough to keep the broker pipeline full, bounded so memory is.
 const MAX_IN_FLIGHT: usize = 4096;
+
+/// How often a follower saves where it stands within a long input (an archive's first
+/// reading): a crash costs at most this much re-reading.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(10);
 
 /// Errors of the Kafka side of ingest; each variant's message is its documentation.
 #[allow(missing_docs)]
@@ -61,6 +72,12 @@ pub enum KafkaIngestError {
     ParserFailed { input: String, reason: String },
     #[error(transparent)]
     Source(#[from] SourceError),
+    #[error("cannot save the checkpoint {key} to {topic}: {reason}; is the broker reachable?")]
+    Checkpoint {
+        topic: String,
+        key: String,
+        reason: String,
+    },
 }
 
 /// Where to send.
@@ -172,6 +189,21 @@ pub struct IngestSummary {
     pub stopped: Option<Stopped>,
 }
 
+impl IngestSummary {
+    /// Adds another run's counts to these (a follower's rounds); the later stop wins.
+    pub fn absorb(&mut self, other: IngestSummary) {
+        self.inputs += other.inputs;
+        self.bytes += other.bytes;
+        self.messages += other.messages;
+        self.reports += other.reports;
+        self.quoted += other.quoted;
+        self.not_reports += other.not_reports;
+        self.dead_lettered += other.dead_lettered;
+        self.unreadable += other.unreadable;
+        self.stopped = other.stopped.or(self.stopped.take());
+    }
+}
+
 /// Where an ingest stopped early.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stopped {
@@ -184,7 +216,7 @@ pub struct Stopped {
 }
 
 /// What the parser thread hands to the producer.
-enum Item {
+pub(crate) enum Item {
     /// A report already encoded as JSON on the parser thread, so the async side only sends.
     Report {
         key: String,
@@ -198,19 +230,53 @@ enum Item {
         error: String,
     },
     NotAReport {
-        index: u64,
+        source: Source,
     },
     Unreadable(SourceError),
     /// The parser starts reading an input.
-    Begin(String),
-    Input {
-        bytes: u64,
-        messages: u64,
+    Begin {
+        name: String,
+        /// Its checkpoint key, and for a file its size now (its position once read whole).
+        key: Option<String>,
+        size: Option<u64>,
     },
+    /// Everything of one message was sent.
+    Done(Source),
+    /// The parser read an input to its end.
+    Input(InputRead),
+}
+
+/// Parses one message and sends what it holds to the producer; false once the channel closed.
+fn parse_into(message: Message<'_>, tx: &tokio::sync::mpsc::Sender<Item>) -> bool {
+    let source = message.source;
+    // A parser bug on one message must cost that message, kept as a dead letter, not the rest
+    // of the input.
+    let parsed =
+        std::panic::catch_unwind(AssertUnwindSafe(|| parse_message(&message.bytes, &source)))
+            .unwrap_or_else(|panic| {
+                Err(crate::ParseError::Panicked {
+                    reason: panic_reason(panic.as_ref()),
+                })
+            });
+    let done = Item::Done(source.clone());
+    let sent = match parsed {
+        Ok(Parsed::Reports(reports)) => reports
+            .into_iter()
+            .all(|report| tx.blocking_send(encode(report)).is_ok()),
+        Ok(Parsed::NotAReport) => tx.blocking_send(Item::NotAReport { source }).is_ok(),
+        Err(e) => tx
+            .blocking_send(Item::Dead {
+                source,
+                raw: message.bytes.into_owned(),
+                error: e.to_string(),
+            })
+            .is_ok(),
+    };
+    sent && tx.blocking_send(done).is_ok()
 }
 
 /// A panic's message, for a dead letter or an error.
-fn panic_reason(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_reason(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
@@ -222,11 +288,16 @@ fn panic_reason(panic: &(dyn std::any::Any + Send)) -> String {
 /// work) and feeds the producer through a bounded channel. `progress` is called with the input
 /// bytes read so far. Once `stop` is cancelled no further message is read; what was read is
 /// delivered, and the summary says where reading stopped.
+///
+/// With `checkpoints`, where each input stands is saved once everything read before it was
+/// acknowledged: when an input was read to its end, every [`CHECKPOINT_EVERY`] within one, and
+/// when stopped.
 pub async fn ingest(
     inputs: Inputs,
     target: &KafkaTarget,
     progress: impl Fn(u64) + Send,
     stop: CancellationToken,
+    mut checkpoints: Option<&mut Checkpointer>,
 ) -> Result<IngestSummary, KafkaIngestError> {
     // librdkafka would wait for an unreachable broker for ever; say so within seconds.
     lkplake_kafka::reachable(&target.brokers).await?;
@@ -235,78 +306,43 @@ pub async fn ingest(
     }
     let producer = producer(&target.brokers)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(1024);
-    let files = inputs.files.len() as u64;
+    let files = inputs.inputs.len() as u64;
     let parser_stop = stop.clone();
     let parser = std::thread::spawn(move || {
         let stop = parser_stop;
-        for path in inputs.files {
-            if tx
-                .blocking_send(Item::Begin(path.display().to_string()))
-                .is_err()
-            {
+        for input in inputs.inputs {
+            let size = match &input {
+                Input::File(path) => std::fs::metadata(path).ok().map(|m| m.len()),
+                _ => None,
+            };
+            let begin = Item::Begin {
+                name: input.name(),
+                key: checkpoint::key_of(&input),
+                size,
+            };
+            if tx.blocking_send(begin).is_err() {
                 return;
             }
-            let file = match open(&path) {
-                Ok(file) => file,
-                Err(e) => {
-                    if tx.blocking_send(Item::Unreadable(e)).is_err() {
-                        return;
-                    }
-                    continue;
-                }
-            };
-            let mut messages = 0;
-            for message in file.messages() {
+            let mut closed = false;
+            let read = source::read(&input, &mut |message| {
                 // The async side has recorded where reading stopped.
                 if stop.is_cancelled() {
-                    return;
+                    return ControlFlow::Break(());
                 }
-                messages += 1;
-                let source = Source {
-                    path: file.path.clone(),
-                    index: message.index,
-                };
-                // A parser bug on one message must cost that message, kept as a dead letter,
-                // not the rest of the input.
-                let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    parse_message(&message.bytes, &source)
-                }))
-                .unwrap_or_else(|panic| {
-                    Err(crate::ParseError::Panicked {
-                        reason: panic_reason(panic.as_ref()),
-                    })
-                });
-                let item = match parsed {
-                    Ok(Parsed::Reports(reports)) => {
-                        let mut sent = true;
-                        for report in reports {
-                            sent &= tx.blocking_send(encode(report)).is_ok();
-                        }
-                        if !sent {
-                            return;
-                        }
-                        continue;
-                    }
-                    Ok(Parsed::NotAReport) => Item::NotAReport {
-                        index: message.index,
-                    },
-                    Err(e) => Item::Dead {
-                        source,
-                        raw: message.bytes.into_owned(),
-                        error: e.to_string(),
-                    },
-                };
-                if tx.blocking_send(item).is_err() {
-                    return;
+                let sent = parse_into(message, &tx);
+                closed = !sent;
+                if sent {
+                    ControlFlow::Continue(())
+                } else {
+                    ControlFlow::Break(())
                 }
-            }
-            if tx
-                .blocking_send(Item::Input {
-                    bytes: file.len() as u64,
-                    messages,
-                })
-                .is_err()
-            {
+            });
+            let item = match read {
+                Ok(read) if read.stopped => return,
+                Ok(read) => Item::Input(read),
+                Err(e) => Item::Unreadable(e),
+            };
+            if closed || tx.blocking_send(item).is_err() {
                 return;
             }
         }
@@ -318,6 +354,10 @@ pub async fn ingest(
     let mut begun = 0u64;
     let mut last_index = None;
     let mut in_flight = FuturesUnordered::new();
+    // The input being read's checkpoint key and file size, and the position not yet saved.
+    let (mut key, mut size) = (None::<String>, None::<u64>);
+    let mut position: Option<(String, Position)> = None;
+    let mut saved_at = Instant::now();
     loop {
         // A stop does not wait for the parser: it may be blocked reading a pipe.
         let item = tokio::select! {
@@ -340,13 +380,15 @@ pub async fn ingest(
             Item::Report { source, .. } | Item::Dead { source, .. } => {
                 last_index = Some(source.index);
             }
-            Item::NotAReport { index } => last_index = Some(*index),
-            Item::Begin(_) => {
+            Item::NotAReport { source } => last_index = Some(source.index),
+            Item::Begin { .. } => {
                 begun += 1;
                 last_index = None;
             }
             _ => {}
         }
+        // Whether the position must be saved now: an input read to its end.
+        let mut input_done = false;
         while in_flight.len() >= MAX_IN_FLIGHT {
             if let Some(result) = in_flight.next().await {
                 result?;
@@ -387,7 +429,20 @@ pub async fn ingest(
                         key: HEADER_INDEX,
                         value: Some(index.as_str()),
                     });
-                let key = format!("{}#{}", source.path, source.index);
+                let epoch = source.epoch.map(|e| e.to_string());
+                let headers = match (&epoch, &source.commit) {
+                    (Some(epoch), Some(commit)) => headers
+                        .insert(Header {
+                            key: HEADER_EPOCH,
+                            value: Some(epoch.as_str()),
+                        })
+                        .insert(Header {
+                            key: HEADER_COMMIT,
+                            value: Some(commit.as_str()),
+                        }),
+                    _ => headers,
+                };
+                let key = source.to_string();
                 in_flight.push(deliver(
                     &producer,
                     &target.dlq_topic,
@@ -404,20 +459,56 @@ pub async fn ingest(
                 eprintln!("lkplake ingest: {e}");
                 summary.unreadable += 1;
             }
-            Item::Begin(path) => {
-                tracing::debug!(input = %path, "reading an input");
-                reading = path;
+            Item::Begin {
+                name,
+                key: input_key,
+                size: input_size,
+            } => {
+                tracing::debug!(input = %name, "reading an input");
+                reading = name;
+                (key, size) = (input_key, input_size);
             }
-            Item::Input { bytes, messages } => {
+            Item::Done(source) => {
+                if let (Some(key), Some(commit)) = (&key, source.commit) {
+                    position = Some((key.clone(), Position::Epoch { commit }));
+                }
+            }
+            Item::Input(read) => {
+                let end = match (read.head.clone(), size) {
+                    (Some(commit), _) => Some(Position::Epoch { commit }),
+                    (None, Some(size)) => Some(Position::File { size }),
+                    (None, None) => None,
+                };
+                if let (Some(key), Some(end)) = (&key, end) {
+                    position = Some((key.clone(), end));
+                    input_done = true;
+                }
                 summary.inputs += 1;
-                summary.messages += messages;
-                summary.bytes += bytes;
+                summary.messages += read.messages;
+                summary.bytes += read.bytes;
+
                 progress(summary.bytes);
             }
+        }
+        if let Some(checkpoints) = checkpoints.as_deref_mut()
+            && position.is_some()
+            && (input_done || saved_at.elapsed() >= CHECKPOINT_EVERY)
+        {
+            // Everything read before the position must be acknowledged before it is saved.
+            while let Some(result) = in_flight.next().await {
+                result?;
+            }
+            if let Some((key, position)) = position.take() {
+                checkpoints.save(key, position).await?;
+            }
+            saved_at = Instant::now();
         }
     }
     while let Some(result) = in_flight.next().await {
         result?;
+    }
+    if let (Some(checkpoints), Some((key, position))) = (checkpoints, position) {
+        checkpoints.save(key, position).await?;
     }
     if summary.stopped.is_some() {
         // Not joined: the parser may be blocked reading a pipe. Closing the channel ends it
@@ -441,7 +532,7 @@ type Pending = std::pin::Pin<Box<dyn Future<Output = Result<(), KafkaIngestError
 
 /// Encodes a report for the report topic; a report that cannot be encoded (it cannot happen
 /// with these types, but the bytes are kept either way) becomes a dead letter.
-fn encode(report: Report) -> Item {
+pub(crate) fn encode(report: Report) -> Item {
     match serde_json::to_vec(&report) {
         Ok(payload) => Item::Report {
             key: report.report_key,
@@ -458,7 +549,7 @@ fn encode(report: Report) -> Item {
 }
 
 /// Sends one message and resolves once the broker acknowledged it (`acks=all`).
-fn deliver(
+pub(crate) fn deliver(
     producer: &FutureProducer,
     topic: &str,
     key: String,
@@ -493,25 +584,28 @@ pub struct DeadLetter {
     pub partition: i32,
     /// Its offset in that partition.
     pub offset: i64,
-    /// The input the message came from.
-    pub path: String,
-    /// The message's index in that input.
-    pub index: u64,
+    /// Where the message was read.
+    pub source: Source,
     /// Why the parser refused it.
     pub error: String,
     /// The message exactly as read.
     pub raw: Vec<u8>,
 }
 
-/// Reads the whole dead-letter topic from the beginning to its current end.
-pub fn read_dead_letters(brokers: &str, topic: &str) -> Result<Vec<DeadLetter>, KafkaIngestError> {
+/// Reads a whole topic, every partition from its beginning to its current end, outside any
+/// consumer group. A topic that does not exist yet reads as empty. Blocks.
+pub(crate) fn read_topic(
+    brokers: &str,
+    topic: &str,
+    mut each: impl FnMut(&BorrowedMessage<'_>),
+) -> Result<(), KafkaIngestError> {
     let err = |source| KafkaIngestError::Consume {
         topic: topic.to_owned(),
         source,
     };
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
-        .set("group.id", "lkplake-dlq-reader")
+        .set("group.id", "lkplake-topic-reader")
         .set("enable.auto.commit", "false")
         .set("enable.partition.eof", "true")
         .create()
@@ -529,35 +623,48 @@ pub fn read_dead_letters(brokers: &str, topic: &str) -> Result<Vec<DeadLetter>, 
             remaining += 1;
         }
     }
-    let mut out = Vec::new();
     if remaining == 0 {
-        return Ok(out);
+        return Ok(());
     }
     consumer.assign(&assignment).map_err(err)?;
+    // End of partition is signalled when the fetch position reaches the high watermark that
+    // fetch responses state: the real end, even on Tansu (see lkplake_kafka::ends).
     while remaining > 0 {
         match consumer.poll(Duration::from_secs(10)) {
             None => break,
             Some(Err(KafkaError::PartitionEOF(_))) => remaining -= 1,
             Some(Err(e)) => return Err(err(e)),
-            Some(Ok(message)) => {
-                let header = |name: &str| {
-                    message
-                        .headers()
-                        .and_then(|h| h.iter().find(|h| h.key == name))
-                        .and_then(|h| h.value)
-                        .map(|v| String::from_utf8_lossy(v).into_owned())
-                        .unwrap_or_default()
-                };
-                out.push(DeadLetter {
-                    partition: message.partition(),
-                    offset: message.offset(),
-                    path: header(HEADER_PATH),
-                    index: header(HEADER_INDEX).parse().unwrap_or_default(),
-                    error: header(HEADER_ERROR),
-                    raw: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
-                });
-            }
+            Some(Ok(message)) => each(&message),
         }
     }
+    Ok(())
+}
+
+/// Reads the whole dead-letter topic from the beginning to its current end.
+pub fn read_dead_letters(brokers: &str, topic: &str) -> Result<Vec<DeadLetter>, KafkaIngestError> {
+    let mut out = Vec::new();
+    read_topic(brokers, topic, |message| {
+        let header = |name: &str| {
+            message
+                .headers()
+                .and_then(|h| h.iter().find(|h| h.key == name))
+                .and_then(|h| h.value)
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+                .unwrap_or_default()
+        };
+        let commit = header(HEADER_COMMIT);
+        out.push(DeadLetter {
+            partition: message.partition(),
+            offset: message.offset(),
+            source: Source {
+                path: header(HEADER_PATH),
+                index: header(HEADER_INDEX).parse().unwrap_or_default(),
+                epoch: header(HEADER_EPOCH).parse().ok(),
+                commit: (!commit.is_empty()).then_some(commit),
+            },
+            error: header(HEADER_ERROR),
+            raw: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
+        });
+    })?;
     Ok(out)
 }

@@ -7,11 +7,17 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "kafka")]
+pub mod checkpoint;
 pub mod decode;
 pub mod error;
 #[cfg(feature = "kafka")]
+pub mod follow;
+#[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod parser;
+#[cfg(feature = "kafka")]
+pub mod replay;
 pub mod source;
 
 pub use error::{ParseError, SourceError};

@@ -87,12 +87,44 @@ pub struct Commit {
 }
 
 /// Where a report was read from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Source {
-    /// Path of the input file (`-` for stdin).
+    /// Path of the input file (`-` for stdin), or of the public-inbox archive as the user named
+    /// it (a v2 inbox directory, or a single repository such as a lore mirror).
     pub path: String,
-    /// Index of the message within the file (0 for single-message files).
+    /// Index of the message within the file (0 for single-message files); in an archive, the
+    /// index of its commit within the epoch, oldest first.
     pub index: u64,
+    /// The archive's epoch (`git/<epoch>.git`; a lore mirror's name ends in it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u32>,
+    /// The archive commit that added the message (its blob `m`), 40 hex digits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+impl Source {
+    /// A message of a file.
+    pub fn file(path: impl Into<String>, index: u64) -> Self {
+        Self {
+            path: path.into(),
+            index,
+            ..Self::default()
+        }
+    }
+}
+
+/// How a source is written where one string must do (the lake's `source` column, dead-letter
+/// keys, messages): `path#index` for a file; `inbox#epoch:commit` for an archive, from which
+/// `git --git-dir=<inbox>/git/<epoch>.git show <commit>:m` (or `--git-dir=<inbox>` for a single
+/// repository) prints the mail.
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.commit {
+            Some(commit) => write!(f, "{}#{}:{commit}", self.path, self.epoch.unwrap_or(0)),
+            None => write!(f, "{}#{}", self.path, self.index),
+        }
+    }
 }
 
 /// One tested configuration with its comparison table.

@@ -3510,10 +3510,7 @@ mod tests {
     }
 
     fn parse(report: &SynthReport) -> Report {
-        let source = Source {
-            path: report.file_name.clone(),
-            index: 0,
-        };
+        let source = Source::file(report.file_name.clone(), 0);
         match parse_message(report.text.as_bytes(), &source) {
             Ok(Parsed::Reports(mut reports)) => {
                 assert_eq!(reports.len(), 1, "{}: one report", report.file_name);

@@ -491,10 +491,7 @@ mod tests {
             .iter()
             .flat_map(|path| {
                 let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{e}"));
-                let source = Source {
-                    path: path.display().to_string(),
-                    index: 0,
-                };
+                let source = Source::file(path.display().to_string(), 0);
                 match parse_message(&bytes, &source) {
                     Ok(Parsed::Reports(reports)) => reports,
                     other => panic!("{}: {other:?}", path.display()),

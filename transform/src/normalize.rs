@@ -209,8 +209,7 @@ impl Normalizer {
         r.rows
             .append_value(u32::try_from(test.rows.len()).unwrap_or(u32::MAX));
         r.quoted.append_value(report.quoted);
-        r.source
-            .append_value(format!("{}#{}", report.source.path, report.source.index));
+        r.source.append_value(report.source.to_string());
         self.report_rows += 1;
     }
 
@@ -354,10 +353,7 @@ mod tests {
             },
             branch: None,
             quoted: false,
-            source: Source {
-                path: "a".into(),
-                index: 3,
-            },
+            source: Source::file("a", 3),
             tests: vec![Test {
                 testcase: "vm-scalability".into(),
                 tbox_group: "lkp-csl-2sp3".into(),

@@ -299,10 +299,7 @@ fn every_corpus_mail_is_a_report_a_quoted_report_or_not_a_report() {
     let mut report_indexes = Vec::new();
     for message in file.messages() {
         counts.messages += 1;
-        let source = Source {
-            path: file.path.clone(),
-            index: message.index,
-        };
+        let source = Source::file(file.path.clone(), message.index);
         match lkplake_ingest::parse_message(&message.bytes, &source) {
             Ok(Parsed::Reports(reports)) => {
                 counts.messages_with_reports += 1;

@@ -17,13 +17,7 @@ pub fn read(path: &PathBuf) -> Vec<u8> {
 }
 
 pub fn parse_bytes(bytes: &[u8]) -> Result<Parsed, ParseError> {
-    parse_message(
-        bytes,
-        &Source {
-            path: "fixture".into(),
-            index: 0,
-        },
-    )
+    parse_message(bytes, &Source::file("fixture", 0))
 }
 
 /// Parses bytes that must hold exactly one report.

@@ -1,12 +1,120 @@
 //! Report sources: files, directories (recursively, which covers Maildir folders), mbox and
-//! mbox.gz archives, and stdin. A source yields raw messages with their origin; decoding and
-//! parsing happen elsewhere.
+//! mbox.gz archives, public-inbox archives ([`git`]: v2 inboxes and lore mirrors), and stdin.
+//! A source yields raw messages with their origin; decoding and parsing happen elsewhere.
+
+mod git;
 
 use crate::error::SourceError;
 use flate2::read::MultiGzDecoder;
+use lkplake_schemas::Source;
 use std::borrow::Cow;
 use std::io::Read;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+
+/// One input of a run, as [`inputs`] found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// Standard input (`-`).
+    Stdin,
+    /// A file: one message, or an mbox / mbox.gz archive.
+    File(PathBuf),
+    /// One epoch of a public-inbox archive.
+    Epoch(Epoch),
+}
+
+impl Input {
+    /// How messages, summaries and errors name it.
+    pub fn name(&self) -> String {
+        match self {
+            Input::Stdin => "-".to_owned(),
+            Input::File(path) => path.display().to_string(),
+            Input::Epoch(epoch) => format!("{} epoch {}", epoch.inbox, epoch.number),
+        }
+    }
+}
+
+/// One epoch (git repository) of a public-inbox archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Epoch {
+    /// The archive as the user named it: a v2 inbox directory, or the repository itself.
+    pub inbox: String,
+    /// The epoch's number: `git/<number>.git`, or the end of a lore mirror's name.
+    pub number: u32,
+    /// The repository.
+    pub git_dir: PathBuf,
+    /// Read only the commits after this one (where a follower stopped); all without it.
+    pub after: Option<String>,
+}
+
+impl Epoch {
+    /// The commit the epoch's `HEAD` names now (`None` while it has no commit).
+    pub fn head(&self) -> Result<Option<String>, SourceError> {
+        git::head(self)
+    }
+
+    /// `git fetch` from the epoch's remote, if it has one; returns the remote's name.
+    pub fn fetch(&self) -> Result<Option<String>, SourceError> {
+        git::fetch(self)
+    }
+}
+
+/// One message of an input, with where it came from.
+#[derive(Debug)]
+pub struct Message<'a> {
+    /// Its origin, for the report and any dead letter.
+    pub source: Source,
+    /// The message as stored (an mbox's `>From ` lines unescaped).
+    pub bytes: Cow<'a, [u8]>,
+}
+
+/// What reading one input found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InputRead {
+    /// Bytes of the input as stored (decompressed for files; the objects on disk for an epoch).
+    pub bytes: u64,
+    /// Messages handed over.
+    pub messages: u64,
+    /// Commits of an epoch without a message (deletions), skipped.
+    pub skipped: u64,
+    /// An epoch's head when reading began: read to the end, everything up to it was handed over.
+    pub head: Option<String>,
+    /// The last commit of an epoch read, handed over or skipped.
+    pub last_commit: Option<String>,
+    /// The epoch's history no longer holds the commit reading was to resume after (a purge
+    /// rewrote it), so it was read from its first commit.
+    pub rewritten: bool,
+    /// The reader asked to stop before the end.
+    pub stopped: bool,
+}
+
+/// Reads one input's messages in order and hands each to `each` until it breaks.
+pub fn read(
+    input: &Input,
+    each: &mut dyn FnMut(Message<'_>) -> ControlFlow<()>,
+) -> Result<InputRead, SourceError> {
+    let file = match input {
+        Input::Epoch(epoch) => return git::read_epoch(epoch, each),
+        Input::Stdin => InputFile::stdin()?,
+        Input::File(path) => InputFile::read(path)?,
+    };
+    let mut read = InputRead {
+        bytes: file.len() as u64,
+        ..InputRead::default()
+    };
+    for message in file.messages() {
+        read.messages += 1;
+        let flow = each(Message {
+            source: Source::file(file.path.clone(), message.index),
+            bytes: message.bytes,
+        });
+        if flow.is_break() {
+            read.stopped = true;
+            break;
+        }
+    }
+    Ok(read)
+}
 
 /// The bytes of one input file (decompressed), split into messages.
 #[derive(Debug)]
@@ -141,46 +249,56 @@ fn mbox_message(entry: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(out)
 }
 
-/// The input files of a run and their total size, found in one walk.
+/// The inputs of a run and their total size, found in one walk.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inputs {
-    /// The files in the order they are read (`-` for stdin).
-    pub files: Vec<PathBuf>,
-
-    /// Bytes of the files that exist (stdin counts as 0).
+    /// In the order they are read.
+    pub inputs: Vec<Input>,
+    /// Bytes of the inputs that exist, as stored (stdin counts as 0).
     pub bytes: u64,
 }
 
-/// Expands the user's paths (see [`expand_paths`]) and sizes the files, once, for progress.
+/// Expands the user's paths (see [`expand_paths`]) and sizes the inputs, once, for progress.
 pub fn inputs(paths: &[PathBuf]) -> Result<Inputs, SourceError> {
-    let files = expand_paths(paths)?;
-    let bytes = files
-        .iter()
-        .filter(|f| f.as_os_str() != "-")
-        .filter_map(|f| std::fs::metadata(f).ok())
-        .map(|m| m.len())
-        .sum();
-    Ok(Inputs { files, bytes })
+    Ok(sized(expand_paths(paths)?))
 }
 
-/// Expands the user's paths into input files: directories recursively (sorted, so runs are
-/// repeatable; a Maildir's `tmp/` holds half-delivered mail and is skipped), `-` as stdin.
-pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, SourceError> {
+/// Sizes inputs already found, for progress.
+pub fn sized(inputs: Vec<Input>) -> Inputs {
+    let bytes = inputs
+        .iter()
+        .map(|input| match input {
+            Input::Stdin => 0,
+            Input::File(path) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+            Input::Epoch(epoch) => git::stored_bytes(epoch),
+        })
+        .sum();
+    Inputs { inputs, bytes }
+}
+
+/// Expands the user's paths into inputs: a public-inbox archive into its epochs, in order;
+/// other directories recursively (sorted, so runs are repeatable; a Maildir's `tmp/` holds
+/// half-delivered mail and is skipped; an archive met on the way is read as one); `-` as stdin.
+pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<Input>, SourceError> {
     let mut out = Vec::new();
     for path in paths {
         if path.as_os_str() == "-" {
-            out.push(path.clone());
+            out.push(Input::Stdin);
         } else if path.is_dir() {
             walk(path, &mut out)?;
         } else {
             // Surface a missing file as an I/O error when it is read, with its path.
-            out.push(path.clone());
+            out.push(Input::File(path.clone()));
         }
     }
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SourceError> {
+fn walk(dir: &Path, out: &mut Vec<Input>) -> Result<(), SourceError> {
+    if let Some(epochs) = git::epochs(dir)? {
+        out.extend(epochs.into_iter().map(Input::Epoch));
+        return Ok(());
+    }
     let io = |source| SourceError::Io {
         path: dir.to_owned(),
         source,
@@ -203,19 +321,10 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SourceError> {
         if entry.is_dir() {
             walk(&entry, out)?;
         } else {
-            out.push(entry);
+            out.push(Input::File(entry));
         }
     }
     Ok(())
-}
-
-/// Opens an expanded path (`-` is stdin).
-pub fn open(path: &Path) -> Result<InputFile, SourceError> {
-    if path.as_os_str() == "-" {
-        InputFile::stdin()
-    } else {
-        InputFile::read(path)
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,140 @@
+//! `ingest --follow`: keeps producing what arrives in the sources until stopped.
+//!
+//! Every poll it walks the user's paths again (a new epoch of an inbox, a new file in a
+//! Maildir's `new/` or `cur/` is found like the first time), skips what the checkpoints say
+//! was delivered, and ingests the rest; with `fetch`, each epoch first fetches from its remote.
+//! Checkpoints live in Kafka ([`crate::checkpoint`]), so a follower restarted anywhere resumes
+//! where the last one stopped.
+
+use crate::checkpoint::{Checkpointer, Checkpoints};
+use crate::kafka::{IngestSummary, KafkaIngestError, KafkaTarget, ingest, producer};
+use crate::source::{self, Input};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// What to follow and how.
+#[derive(Debug, Clone)]
+pub struct FollowConfig {
+    /// The user's paths, walked again every poll.
+    pub paths: Vec<PathBuf>,
+    /// Time between two looks at the sources.
+    pub poll: Duration,
+    /// `git fetch` every epoch from its remote before looking.
+    pub fetch: bool,
+    /// The compacted topic of checkpoints.
+    pub sources_topic: String,
+    /// Create the checkpoint topic when missing (off for librdkafka's mock cluster).
+    pub create_topic: bool,
+}
+
+/// Follows the sources until `stop`; `each_round` is called with what every round that found
+/// something new did. Returns the sum of all rounds.
+pub async fn follow(
+    config: FollowConfig,
+    target: &KafkaTarget,
+    stop: CancellationToken,
+    each_round: impl Fn(&IngestSummary),
+) -> Result<IngestSummary, KafkaIngestError> {
+    lkplake_kafka::reachable(&target.brokers).await?;
+    if config.create_topic {
+        ensure_sources_topic(&target.brokers, &config.sources_topic).await?;
+    }
+    let (brokers, topic) = (target.brokers.clone(), config.sources_topic.clone());
+    let saved = blocking(move || Checkpoints::load(&brokers, &topic)).await?;
+    let mut checkpoints = Checkpointer::new(
+        producer(&target.brokers)?,
+        config.sources_topic.clone(),
+        saved,
+    );
+    let mut total = IngestSummary::default();
+    loop {
+        let (paths, fetch) = (config.paths.clone(), config.fetch);
+        let saved = checkpoints.saved.clone();
+        let inputs = blocking(move || -> Result<_, KafkaIngestError> {
+            let inputs = source::expand_paths(&paths)?;
+            if fetch {
+                fetch_epochs(&inputs);
+            }
+            Ok(source::sized(saved.pending(inputs)))
+        })
+        .await?;
+        if !inputs.inputs.is_empty() {
+            let round =
+                ingest(inputs, target, |_| {}, stop.clone(), Some(&mut checkpoints)).await?;
+            each_round(&round);
+            let stopped = round.stopped.is_some();
+            total.absorb(round);
+            if stopped {
+                break;
+            }
+        }
+        tokio::select! {
+            () = stop.cancelled() => break,
+            () = tokio::time::sleep(config.poll) => {}
+        }
+    }
+    Ok(total)
+}
+
+/// Fetches every epoch that has a remote. A failed fetch (the network, the remote) is a
+/// warning: what is already here is still followed, and the next poll tries again.
+fn fetch_epochs(inputs: &[Input]) {
+    for input in inputs {
+        if let Input::Epoch(epoch) = input {
+            match epoch.fetch() {
+                Ok(Some(remote)) => tracing::debug!(epoch = %input.name(), %remote, "fetched"),
+                Ok(None) => {}
+                Err(e) => tracing::warn!("{e}; will try again at the next poll"),
+            }
+        }
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, KafkaIngestError> + Send + 'static,
+) -> Result<T, KafkaIngestError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| KafkaIngestError::ParserFailed {
+            input: "the sources".to_owned(),
+            reason: e.to_string(),
+        })?
+}
+
+/// Creates the checkpoint topic, compacted (only each source's last position matters),
+/// unless it exists.
+pub async fn ensure_sources_topic(brokers: &str, topic: &str) -> Result<(), KafkaIngestError> {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()
+        .map_err(|source| KafkaIngestError::Client {
+            brokers: brokers.to_owned(),
+            source,
+        })?;
+    let new = NewTopic::new(topic, 1, TopicReplication::Fixed(1)).set("cleanup.policy", "compact");
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let results = admin
+        .create_topics([&new], &options)
+        .await
+        .map_err(|source| KafkaIngestError::CreateTopic {
+            topic: topic.to_owned(),
+            source,
+        })?;
+    for result in results {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => {
+                return Err(KafkaIngestError::CreateTopic {
+                    topic,
+                    source: KafkaError::AdminOp(code),
+                });
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! `lkplake dlq replay`: dead letters parsed again with this version's parser.
+//!
+//! A letter that now parses has its reports produced to the reports topic (with the source
+//! of the original mail) and is then recorded as replayed in the checkpoint topic, so no later
+//! replay sends it again; a letter that still fails stays eligible for the next parser. A crash
+//! between the two sends its reports again on the next replay, and the transformer skips them by
+//! report key.
+
+use crate::checkpoint::{Checkpointer, Checkpoints, Position, dead_letter_key};
+use crate::follow::ensure_sources_topic;
+use crate::kafka::{
+    DeadLetter, Item, KafkaIngestError, KafkaTarget, deliver, encode, panic_reason, producer,
+    read_dead_letters,
+};
+use crate::parser::{Parsed, parse_message};
+use std::panic::AssertUnwindSafe;
+
+/// What a replay did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplaySummary {
+    /// Letters in the dead-letter topic.
+    pub letters: u64,
+    /// Of those, replayed by an earlier run (not sent again).
+    pub already_replayed: u64,
+    /// Replayed now: they parse, and their reports were delivered.
+    pub replayed: u64,
+    /// Reports those held.
+    pub reports: u64,
+    /// Letters the parser now reads as not a report at all (settled, nothing sent).
+    pub not_reports: u64,
+    /// Letters that still do not parse, left for a later parser; each with its reason.
+    pub still_failing: Vec<(DeadLetter, String)>,
+}
+
+/// Replays every dead letter not replayed before.
+pub async fn replay(
+    target: &KafkaTarget,
+    sources_topic: &str,
+) -> Result<ReplaySummary, KafkaIngestError> {
+    lkplake_kafka::reachable(&target.brokers).await?;
+    ensure_sources_topic(&target.brokers, sources_topic).await?;
+    let (brokers, dlq, topic) = (
+        target.brokers.clone(),
+        target.dlq_topic.clone(),
+        sources_topic.to_owned(),
+    );
+    let (letters, saved) = tokio::task::spawn_blocking(move || {
+        Ok::<_, KafkaIngestError>((
+            read_dead_letters(&brokers, &dlq)?,
+            Checkpoints::load(&brokers, &topic)?,
+        ))
+    })
+    .await
+    .map_err(|e| KafkaIngestError::ParserFailed {
+        input: target.dlq_topic.clone(),
+        reason: e.to_string(),
+    })??;
+    let producer = producer(&target.brokers)?;
+    let mut checkpoints = Checkpointer::new(producer.clone(), sources_topic, saved);
+    let mut summary = ReplaySummary {
+        letters: letters.len() as u64,
+        ..ReplaySummary::default()
+    };
+    for letter in letters {
+        let key = dead_letter_key(&target.dlq_topic, letter.partition, letter.offset);
+        if checkpoints.saved.get(&key) == Some(&Position::Replayed) {
+            summary.already_replayed += 1;
+            continue;
+        }
+        let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            parse_message(&letter.raw, &letter.source)
+        }))
+        .unwrap_or_else(|panic| {
+            Err(crate::ParseError::Panicked {
+                reason: panic_reason(panic.as_ref()),
+            })
+        });
+        let reports = match parsed {
+            Ok(Parsed::Reports(reports)) => reports,
+            Ok(Parsed::NotAReport) => {
+                summary.not_reports += 1;
+                checkpoints.save(key, Position::Replayed).await?;
+                continue;
+            }
+            Err(e) => {
+                let reason = e.to_string();
+                summary.still_failing.push((letter, reason));
+                continue;
+            }
+        };
+        // Every report acknowledged before the letter is recorded as replayed.
+        for report in reports {
+            match encode(report) {
+                Item::Report {
+                    key,
+                    source,
+                    payload,
+                    ..
+                } => {
+                    deliver(&producer, &target.reports_topic, key, payload, None, source).await?;
+                    summary.reports += 1;
+                }
+                _ => {
+                    summary
+                        .still_failing
+                        .push((letter.clone(), "cannot encode its report".to_owned()));
+                }
+            }
+        }
+        checkpoints.save(key, Position::Replayed).await?;
+        summary.replayed += 1;
+    }
+    Ok(summary)
+}
