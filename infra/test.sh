@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command (README): installs and starts what the tests need on a fresh machine
-# (cargo-nextest, Tansu, Prometheus and promtool, and the Postgres clients and DuckDB of infra/clients.sh), runs the whole suite, and stops the services again.
+# (cargo-nextest, Tansu, Prometheus and promtool, Debian's public-inbox, and the Postgres clients and DuckDB of infra/clients.sh), runs the whole suite, and stops the services again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -11,6 +11,8 @@ fi
 
 ./infra/clients.sh
 ./infra/prometheus.sh
+# Debian's public-inbox builds the real v2 inboxes the archive tests read.
+./infra/public-inbox.sh install
 
 port=${LKPLAKE_TEST_TANSU_PORT:-19092}
 ./infra/tansu.sh install

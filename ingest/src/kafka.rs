@@ -8,9 +8,10 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use lkplake_schemas::{Report, Source};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
+use rdkafka::client::{ClientContext, DefaultClientContext};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Header, Headers, Message as _, OwnedHeaders};
 
@@ -592,6 +593,20 @@ pub struct DeadLetter {
     pub raw: Vec<u8>,
 }
 
+/// A consumer context for reading to the end: librdkafka also reports reaching a partition's
+/// end as a global error, which is how the reader knows it is done, not something to log.
+struct QuietAtEnd;
+
+impl ClientContext for QuietAtEnd {
+    fn error(&self, error: KafkaError, reason: &str) {
+        if !matches!(error, KafkaError::PartitionEOF(_)) {
+            tracing::warn!("librdkafka: {error}: {reason}");
+        }
+    }
+}
+
+impl ConsumerContext for QuietAtEnd {}
+
 /// Reads a whole topic, every partition from its beginning to its current end, outside any
 /// consumer group. A topic that does not exist yet reads as empty. Blocks.
 pub(crate) fn read_topic(
@@ -603,12 +618,12 @@ pub(crate) fn read_topic(
         topic: topic.to_owned(),
         source,
     };
-    let consumer: BaseConsumer = ClientConfig::new()
+    let consumer: BaseConsumer<QuietAtEnd> = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("group.id", "lkplake-topic-reader")
         .set("enable.auto.commit", "false")
         .set("enable.partition.eof", "true")
-        .create()
+        .create_with_context(QuietAtEnd)
         .map_err(|source| KafkaIngestError::Client {
             brokers: brokers.to_owned(),
             source,

@@ -1,6 +1,8 @@
 //! Errors of the lake, each naming the table or path and what to check.
 
 use deltalake::DeltaTableError;
+use deltalake::kernel::transaction::{CommitConflictError, TransactionError};
+
 use deltalake::datafusion::error::DataFusionError;
 use std::path::PathBuf;
 
@@ -32,6 +34,24 @@ pub enum LakeError {
 }
 
 impl LakeError {
+    /// Whether a commit was refused because another writer recorded progress (a `txn` of the
+    /// same application id, i.e. the same topic partition) since this writer read the table:
+    /// two transformers briefly holding one partition across a rebalance. Nothing of the
+    /// refused commit was written; re-read the progress and commit what is still missing.
+    pub fn is_progress_conflict(&self) -> bool {
+        matches!(
+            self,
+            Self::Delta {
+                source: DeltaTableError::Transaction {
+                    source: TransactionError::CommitConflict(
+                        CommitConflictError::ConcurrentTransaction
+                    ),
+                },
+                ..
+            }
+        )
+    }
+
     pub(crate) fn delta(table: &'static str) -> impl Fn(DeltaTableError) -> Self + Copy {
         move |source| Self::Delta { table, source }
     }

@@ -71,6 +71,8 @@ pub struct Pipeline {
     pub topic: String,
     pub dlq: String,
     pub group: String,
+    /// Checkpoints of `--follow` and `dlq replay`.
+    pub sources: String,
     pub lake: PathBuf,
 }
 
@@ -80,6 +82,7 @@ impl Pipeline {
             topic: unique(&format!("{name}-reports")),
             dlq: unique(&format!("{name}-dlq")),
             group: unique(&format!("{name}-group")),
+            sources: unique(&format!("{name}-sources")),
             lake: temp_dir(&format!("{name}-lake")),
         }
     }
@@ -89,6 +92,7 @@ impl Pipeline {
             .env("LKPLAKE_TOPIC", &self.topic)
             .env("LKPLAKE_DLQ_TOPIC", &self.dlq)
             .env("LKPLAKE_GROUP", &self.group)
+            .env("LKPLAKE_SOURCES_TOPIC", &self.sources)
             .env("LKPLAKE_LAKE", &self.lake);
     }
 

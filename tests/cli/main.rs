@@ -1,6 +1,7 @@
 //! The `lkplake` binary as a user runs it: `parse` on its own, and the pipeline against a real
 //! Kafka-protocol broker (Tansu, started by `./infra/test.sh`).
 
+mod archives;
 mod clients;
 mod common;
 mod dashboards;

@@ -11,13 +11,13 @@ const SEEDS: &str = "examples/reports";
 
 /// What the lake must hold for some inputs, computed from `lkplake parse`: one report per key,
 /// the original's copy where both an original and a quoted copy exist.
-struct Expected {
-    reports: usize,
-    tests: i64,
-    metric_rows: i64,
+pub(crate) struct Expected {
+    pub reports: usize,
+    pub tests: i64,
+    pub metric_rows: i64,
 }
 
-fn expected(paths: &[&str]) -> Expected {
+pub(crate) fn expected(paths: &[&str]) -> Expected {
     let mut args = vec!["parse"];
     args.extend_from_slice(paths);
     let out = lkplake(&args, None);
@@ -70,7 +70,7 @@ fn transform_summary(stderr: &str) -> (i64, i64) {
     )
 }
 
-fn assert_lake_matches(p: &Pipeline, e: &Expected) {
+pub(crate) fn assert_lake_matches(p: &Pipeline, e: &Expected) {
     assert_eq!(
         scalar_i64(&p.query("SELECT count(DISTINCT report_key) FROM reports")),
         e.reports as i64

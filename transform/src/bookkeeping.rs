@@ -42,6 +42,11 @@ pub struct TransformSummary {
     pub commits: u64,
 }
 
+/// Commits refused in a row because another member recorded progress for the same partitions
+/// (each refusal means it wrote them: the retry has less to write). More means something else
+/// is wrong, and the error is returned.
+const MAX_PROGRESS_CONFLICTS: u32 = 5;
+
 /// A consumed message waiting for the next lake commit.
 #[derive(Debug)]
 struct Pending {
@@ -373,56 +378,91 @@ impl Ledger {
         if self.buffer.is_empty() {
             return Ok(BTreeMap::new());
         }
-        // Someone else may have committed these partitions since we read their progress
-        // (a rebalance we have not seen yet): re-read and drop what the lake already has.
-        self.lake.refresh().await?;
-        let partitions: Vec<i32> = self
-            .buffer
-            .iter()
-            .map(|p| p.partition)
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
-        let fresh = self.lake.progress(&self.topic, &partitions).await?;
-        let dropped = self.retain_buffer(|p| {
-            p.offset
-                >= fresh
-                    .get(&p.partition)
-                    .copied()
-                    .unwrap_or_default()
-                    .resume_at()
-        });
-        if dropped > 0 {
-            tracing::warn!(dropped, "another transformer committed these offsets first");
-        }
-
-        let last = std::mem::take(&mut self.buffered_to);
-        let txns: Vec<Transaction> = last
-            .iter()
-            .map(|(&partition, &offset)| Transaction::new(app_id(&self.topic, partition), offset))
-            .collect();
-        let pending = std::mem::take(&mut self.buffer);
-        let directions = self.directions.clone();
-        // Normalizing is CPU work: off the async runtime.
-        let (batches, pending) = tokio::task::spawn_blocking(move || {
-            let mut normalizer = Normalizer::new(directions);
-            for p in &pending {
-                if let Some(report) = &p.report {
-                    normalizer.push_into(report, p.tables);
-                }
+        let mut conflicts = 0;
+        let (last, pending, metric_rows) = loop {
+            // Someone else may have committed these partitions since we read their progress
+            // (a rebalance we have not seen yet): re-read and drop what the lake already has.
+            self.lake.refresh().await?;
+            let partitions: Vec<i32> = self
+                .buffer
+                .iter()
+                .map(|p| p.partition)
+                .collect::<HashSet<_>>()
+                .into_iter()
+                .collect();
+            let fresh = self.lake.progress(&self.topic, &partitions).await?;
+            let dropped = self.retain_buffer(|p| {
+                p.offset
+                    >= fresh
+                        .get(&p.partition)
+                        .copied()
+                        .unwrap_or_default()
+                        .resume_at()
+            });
+            if dropped > 0 {
+                tracing::warn!(dropped, "another transformer committed these offsets first");
             }
-            (normalizer.finish(), pending)
-        })
-        .await
-        .map_err(|e| TransformError::Worker(e.to_string()))?;
-        let batches = batches.map_err(TransformError::Normalize)?;
-        let metric_rows = batches.metrics.num_rows() as u64;
+            // What is left may already be in one of the two tables (the other writer's commit
+            // of `metrics` landed, its `reports` not yet): write only the table behind.
+            for p in &mut self.buffer {
+                let progress = fresh.get(&p.partition).copied().unwrap_or_default();
+                p.tables.metrics &= progress.metrics.is_none_or(|m| p.offset > m);
+                p.tables.reports &= progress.reports.is_none_or(|r| p.offset > r);
+            }
+            if self.buffer.is_empty() {
+                self.rebuild_buffer_index();
+                self.oldest = None;
+                return Ok(BTreeMap::new());
+            }
 
-        let replace: Vec<String> = self.replace.drain().collect();
-        self.lake.delete_reports(&replace).await?;
-        self.lake
-            .commit(batches.metrics, batches.reports, &txns)
-            .await?;
+            let last = self.buffered_to.clone();
+            let txns: Vec<Transaction> = last
+                .iter()
+                .map(|(&partition, &offset)| {
+                    Transaction::new(app_id(&self.topic, partition), offset)
+                })
+                .collect();
+            let pending = std::mem::take(&mut self.buffer);
+            let directions = self.directions.clone();
+            // Normalizing is CPU work: off the async runtime.
+            let (batches, pending) = tokio::task::spawn_blocking(move || {
+                let mut normalizer = Normalizer::new(directions);
+                for p in &pending {
+                    if let Some(report) = &p.report {
+                        normalizer.push_into(report, p.tables);
+                    }
+                }
+                (normalizer.finish(), pending)
+            })
+            .await
+            .map_err(|e| TransformError::Worker(e.to_string()))?;
+            let batches = batches.map_err(TransformError::Normalize)?;
+            let metric_rows = batches.metrics.num_rows() as u64;
+
+            let replace: Vec<String> = self.replace.drain().collect();
+            self.lake.delete_reports(&replace).await?;
+            match self
+                .lake
+                .commit(batches.metrics, batches.reports, &txns)
+                .await
+            {
+                Ok(()) => break (last, pending, metric_rows),
+                // Two members held a partition at once across a rebalance and the other one
+                // committed first. Delta refused this commit (that is what the `txn` is for);
+                // the buffer goes round again against the progress the other one recorded.
+                Err(e) if e.is_progress_conflict() && conflicts < MAX_PROGRESS_CONFLICTS => {
+                    conflicts += 1;
+                    tracing::warn!(
+                        conflicts,
+                        "another transformer committed progress for these partitions at the same time: re-reading it"
+                    );
+                    self.buffer = pending;
+                    self.rebuild_buffer_index();
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        self.buffered_to.clear();
 
         self.summary.commits += 1;
         self.summary.metric_rows += metric_rows;

@@ -103,7 +103,13 @@ pub(super) fn stored_bytes(epoch: &Epoch) -> u64 {
 
 fn git(epoch: &Epoch) -> Command {
     let mut command = Command::new("git");
-    command.arg("--git-dir").arg(&epoch.git_dir);
+    // A partial clone (the GitHub mirrors are) would otherwise fetch a missing blob from its
+    // promisor remote in the middle of a read, over the network, for as long as that takes; a
+    // missing blob reads as a commit without a message instead.
+    command
+        .arg("--git-dir")
+        .arg(&epoch.git_dir)
+        .env("GIT_NO_LAZY_FETCH", "1");
     command
 }
 

@@ -1,5 +1,5 @@
 //! Report sources: files, directories (recursively, which covers Maildir folders), mbox and
-//! mbox.gz archives, public-inbox archives ([`git`]: v2 inboxes and lore mirrors), and stdin.
+//! mbox.gz archives, public-inbox archives (v2 inboxes and lore mirrors, read with git), and stdin.
 //! A source yields raw messages with their origin; decoding and parsing happen elsewhere.
 
 mod git;
