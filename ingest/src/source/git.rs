@@ -262,11 +262,13 @@ pub(super) fn read_epoch(
         }
         requests.flush()
     });
+    let mut skipped = Vec::new();
     let result = read_answers(
         epoch,
         BufReader::with_capacity(1 << 20, answers),
         first_index,
         &mut read,
+        &mut skipped,
         each,
     );
     if !matches!(result, Ok(ControlFlow::Continue(()))) {
@@ -287,7 +289,51 @@ pub(super) fn read_epoch(
     }
     finish(rev_list, epoch, "rev-list")?;
     finish(cat_file, epoch, "cat-file")?;
+    warn_of_lost_messages(epoch, &skipped)?;
     Ok(read)
+}
+
+/// Of the commits read without an `m`, says which hold no deletion (`d`) either: their message
+/// is not in this repository (a partial clone lacks the blob, or the commit is not
+/// public-inbox's), so it was not read, and the user must hear of it.
+fn warn_of_lost_messages(epoch: &Epoch, skipped: &[String]) -> Result<(), SourceError> {
+    if skipped.is_empty() {
+        return Ok(());
+    }
+    let mut check = spawn(
+        git(epoch).args(["cat-file", "--batch-check=%(objectname) %(rest)"]),
+        epoch,
+        "cat-file",
+    )?;
+    let (Some(mut requests), Some(answers)) = (check.stdin.take(), check.stdout.take()) else {
+        stop(&mut check);
+        return Err(failed(epoch, "cat-file", "its pipes could not be opened"));
+    };
+    let asked: Vec<String> = skipped.to_vec();
+    // Written from a thread: the answers must be read while the questions are still going in.
+    let feeder = std::thread::spawn(move || -> std::io::Result<()> {
+        for commit in &asked {
+            writeln!(requests, "{commit}:d {commit}")?;
+        }
+        requests.flush()
+    });
+    let lost: Vec<String> = BufReader::new(answers)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|answer| answer.strip_suffix(":d missing").map(str::to_owned))
+        .collect();
+    let _ = feeder.join();
+    finish(check, epoch, "cat-file")?;
+    if let Some(first) = lost.first() {
+        tracing::warn!(
+            inbox = %epoch.inbox,
+            epoch = epoch.number,
+            commits = lost.len(),
+            first = %first,
+            "commits with neither a message `m` nor a deletion `d` in this repository (a partial clone missing the blobs?): their mail was not read"
+        );
+    }
+    Ok(())
 }
 
 fn spawn(command: &mut Command, epoch: &Epoch, what: &str) -> Result<Child, SourceError> {
@@ -325,6 +371,7 @@ fn read_answers(
     mut answers: impl BufRead,
     first_index: u64,
     read: &mut InputRead,
+    skipped: &mut Vec<String>,
     each: &mut dyn FnMut(Message<'_>) -> ControlFlow<()>,
 ) -> Result<ControlFlow<()>, SourceError> {
     let io = |e: std::io::Error| failed(epoch, "cat-file", e);
@@ -338,10 +385,11 @@ fn read_answers(
         }
         let header = line.trim_end();
         if let Some(spec) = header.strip_suffix(" missing") {
-            // No `m` in this commit: a deletion (`d`), or not a public-inbox commit at all.
+            // No `m` in this commit: a deletion (`d`), or a message whose blob this clone lacks.
             let commit = spec.strip_suffix(":m").unwrap_or(spec);
             read.last_commit = Some(commit.to_owned());
             read.skipped += 1;
+            skipped.push(commit.to_owned());
             index += 1;
             continue;
         }
@@ -541,6 +589,63 @@ mod tests {
         assert!(read.rewritten);
         let texts: Vec<_> = seen.iter().map(|s| s.0.as_str()).collect();
         assert_eq!(texts, ["one, purged\n", "two\n"]);
+    }
+
+    #[test]
+    fn a_message_whose_blob_this_clone_lacks_is_skipped_and_the_rest_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let git_dir = dir.path();
+        let git = |args: &[&str], input: &str| -> String {
+            let mut child = Command::new("git")
+                .arg("--git-dir")
+                .arg(git_dir)
+                .args(args)
+                .envs([
+                    ("GIT_AUTHOR_NAME", "a"),
+                    ("GIT_AUTHOR_EMAIL", "a@b"),
+                    ("GIT_COMMITTER_NAME", "a"),
+                    ("GIT_COMMITTER_EMAIL", "a@b"),
+                ])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "git {args:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        git(
+            &["init", "--quiet", "--bare", "--initial-branch=master"],
+            "",
+        );
+        // Loose objects, one commit per message, so one blob can be taken away.
+        let mut parent: Option<String> = None;
+        let mut blobs = Vec::new();
+        for text in ["one\n", "two\n"] {
+            let blob = git(&["hash-object", "-w", "--stdin"], text);
+            let tree = git(&["mktree"], &format!("100644 blob {blob}\tm\n"));
+            let mut args = vec!["commit-tree", tree.as_str(), "-m", "x"];
+            if let Some(p) = &parent {
+                args.extend(["-p", p.as_str()]);
+            }
+            parent = Some(git(&args, ""));
+            blobs.push(blob);
+        }
+        let head = parent.unwrap();
+        git(&["update-ref", "refs/heads/master", &head], "");
+        let lost = &blobs[0];
+        std::fs::remove_file(git_dir.join("objects").join(&lost[..2]).join(&lost[2..])).unwrap();
+        let (seen, read) = messages(&epoch_of(git_dir, None));
+        let texts: Vec<_> = seen.iter().map(|s| (s.0.as_str(), s.1)).collect();
+        assert_eq!(texts, [("two\n", 1)]);
+        assert_eq!((read.messages, read.skipped), (1, 1));
+        assert_eq!(read.head.as_deref(), Some(head.as_str()));
     }
 
     #[test]
