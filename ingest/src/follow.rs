@@ -7,12 +7,9 @@
 //! where the last one stopped.
 
 use crate::checkpoint::{Checkpointer, Checkpoints};
-use crate::kafka::{IngestSummary, KafkaIngestError, KafkaTarget, ingest, producer};
+use crate::kafka::{IngestSummary, KafkaIngestError, KafkaTarget, create_topics, ingest, producer};
 use crate::source::{self, Input};
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::admin::{NewTopic, TopicReplication};
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -109,32 +106,7 @@ async fn blocking<T: Send + 'static>(
 /// Creates the checkpoint topic, compacted (only each source's last position matters),
 /// unless it exists.
 pub async fn ensure_sources_topic(brokers: &str, topic: &str) -> Result<(), KafkaIngestError> {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .create()
-        .map_err(|source| KafkaIngestError::Client {
-            brokers: brokers.to_owned(),
-            source,
-        })?;
-    let new = NewTopic::new(topic, 1, TopicReplication::Fixed(1)).set("cleanup.policy", "compact");
-    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    let results = admin
-        .create_topics([&new], &options)
-        .await
-        .map_err(|source| KafkaIngestError::CreateTopic {
-            topic: topic.to_owned(),
-            source,
-        })?;
-    for result in results {
-        match result {
-            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((topic, code)) => {
-                return Err(KafkaIngestError::CreateTopic {
-                    topic,
-                    source: KafkaError::AdminOp(code),
-                });
-            }
-        }
-    }
-    Ok(())
+    let compacted =
+        NewTopic::new(topic, 1, TopicReplication::Fixed(1)).set("cleanup.policy", "compact");
+    create_topics(brokers, &[compacted]).await
 }

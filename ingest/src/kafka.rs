@@ -112,27 +112,41 @@ impl KafkaTarget {
 
 /// Creates the report and dead-letter topics unless they exist.
 pub async fn ensure_topics(target: &KafkaTarget) -> Result<(), KafkaIngestError> {
+    create_topics(
+        &target.brokers,
+        &[
+            NewTopic::new(
+                &target.reports_topic,
+                target.partitions,
+                TopicReplication::Fixed(1),
+            ),
+            NewTopic::new(&target.dlq_topic, 1, TopicReplication::Fixed(1)),
+        ],
+    )
+    .await
+}
+
+/// Creates topics; one that exists already is fine.
+pub(crate) async fn create_topics(
+    brokers: &str,
+    topics: &[NewTopic<'_>],
+) -> Result<(), KafkaIngestError> {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", &target.brokers)
+        .set("bootstrap.servers", brokers)
         .create()
         .map_err(|source| KafkaIngestError::Client {
-            brokers: target.brokers.clone(),
+            brokers: brokers.to_owned(),
             source,
         })?;
-    let topics = [
-        NewTopic::new(
-            &target.reports_topic,
-            target.partitions,
-            TopicReplication::Fixed(1),
-        ),
-        NewTopic::new(&target.dlq_topic, 1, TopicReplication::Fixed(1)),
-    ];
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
     let results = admin
-        .create_topics(&topics, &options)
+        .create_topics(topics, &options)
         .await
         .map_err(|source| KafkaIngestError::CreateTopic {
-            topic: target.reports_topic.clone(),
+            topic: topics
+                .first()
+                .map(|t| t.name.to_owned())
+                .unwrap_or_default(),
             source,
         })?;
     for result in results {

@@ -472,17 +472,22 @@ fn a_dead_letter_a_fixed_parser_reads_is_replayed_once_and_the_rest_stay() {
     );
 }
 
-#[test]
-fn a_follower_reads_mail_that_lands_in_a_maildir_and_only_that() {
-    let maildir = temp_dir("follow-maildir");
+/// A Maildir holding one read mail, a copy of `seed`.
+fn maildir_with(name: &str, seed: &str) -> std::path::PathBuf {
+    let maildir = temp_dir(name);
     for sub in ["cur", "new", "tmp"] {
         std::fs::create_dir_all(maildir.join(sub)).unwrap_or_else(|e| panic!("{e}"));
     }
-    std::fs::copy(
+    std::fs::copy(seed, maildir.join("cur/1.host:2,S")).unwrap_or_else(|e| panic!("{e}"));
+    maildir
+}
+
+#[test]
+fn a_follower_reads_mail_that_lands_in_a_maildir_and_only_that() {
+    let maildir = maildir_with(
+        "follow-maildir",
         "examples/reports/000_304c359333adb001.txt",
-        maildir.join("cur/1.host:2,S"),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    );
     let p = Pipeline::new("follow-maildir");
     let maildir_arg = maildir.to_string_lossy().into_owned();
     let mut follower = Follower::start(&p, &[&maildir_arg], &[]);
@@ -515,15 +520,7 @@ fn a_follower_reads_mail_that_lands_in_a_maildir_and_only_that() {
 
 #[test]
 fn run_follow_on_the_embedded_cluster_keeps_the_lake_current_until_sigterm() {
-    let maildir = temp_dir("run-follow");
-    for sub in ["cur", "new", "tmp"] {
-        std::fs::create_dir_all(maildir.join(sub)).unwrap_or_else(|e| panic!("{e}"));
-    }
-    std::fs::copy(
-        "examples/reports/004_185fc374d8b9a81a.txt",
-        maildir.join("cur/1.host:2,S"),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let maildir = maildir_with("run-follow", "examples/reports/004_185fc374d8b9a81a.txt");
     let lake = temp_dir("run-follow-lake");
     let (lake_arg, maildir_arg) = (lake.to_string_lossy(), maildir.to_string_lossy());
     let mut run = Follower::spawn(crate::common::command(&[
