@@ -360,25 +360,23 @@ message_file() {
     echo "$out"
 }
 
-purge() {
-    [[ $# -eq 2 ]] || usage 1
-    local dir=$1 f
+# with_message CMD DIR MESSAGE-ID-OR-FILE: runs CMD on DIR's inbox with the message on stdin.
+with_message() {
+    [[ $# -eq 3 ]] || usage 1
+    local cmd=$1 dir=$2 f
     need_pi
     dir=$(cd "$dir" && pwd)
     state_setup "$dir"
-    f=$(message_file "$dir" "$2") || exit 1
-    public-inbox-purge "$dir" <"$f"
+    f=$(message_file "$dir" "$3") || exit 1
+    case $cmd in
+    purge) public-inbox-purge "$dir" <"$f" ;;
+    remove) public-inbox-learn rm --all <"$f" ;;
+    esac
 }
 
-remove() {
-    [[ $# -eq 2 ]] || usage 1
-    local dir=$1 f
-    need_pi
-    dir=$(cd "$dir" && pwd)
-    state_setup "$dir"
-    f=$(message_file "$dir" "$2") || exit 1
-    public-inbox-learn rm --all <"$f"
-}
+purge() { with_message purge "$@"; }
+
+remove() { with_message remove "$@"; }
 
 lore() {
     [[ $# -eq 2 ]] || usage 1

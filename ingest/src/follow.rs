@@ -92,7 +92,8 @@ fn fetch_epochs(inputs: &[Input]) {
     }
 }
 
-async fn blocking<T: Send + 'static>(
+/// Runs blocking work (walking paths, git, reading a topic to its end) off the runtime.
+pub(crate) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, KafkaIngestError> + Send + 'static,
 ) -> Result<T, KafkaIngestError> {
     tokio::task::spawn_blocking(work)

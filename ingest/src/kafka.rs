@@ -1,9 +1,10 @@
 //! The Kafka side of ingest: topic setup, the idempotent report producer, the dead-letter
 //! topic, and the ingest run that feeds parsed reports into them.
 
+use crate::checkpoint::{self, Checkpointer, Position};
 use crate::error::SourceError;
 use crate::parser::{Parsed, parse_message};
-use crate::source::{self, InputRead, Inputs, Message};
+use crate::source::{self, Input, InputRead, Inputs, Message};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use lkplake_schemas::{Report, Source};
@@ -11,19 +12,14 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::{ClientContext, DefaultClientContext};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
-
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{BorrowedMessage, Header, Headers, Message as _, OwnedHeaders};
-
-use crate::checkpoint::{self, Checkpointer, Position};
-use crate::source::Input;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
 use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
-
 use tokio_util::sync::CancellationToken;
 
 /// Parsed reports, one JSON message each, keyed by report key.
@@ -244,21 +240,26 @@ pub(crate) enum Item {
         raw: Vec<u8>,
         error: String,
     },
-    NotAReport {
-        source: Source,
-    },
+    NotAReport,
     Unreadable(SourceError),
     /// The parser starts reading an input.
     Begin {
         name: String,
-        /// Its checkpoint key, and for a file its size now (its position once read whole).
+        /// Its checkpoint key, when checkpointing.
         key: Option<String>,
-        size: Option<u64>,
     },
-    /// Everything of one message was sent.
-    Done(Source),
-    /// The parser read an input to its end.
-    Input(InputRead),
+    /// Everything of one message was sent: its index, and its commit in an archive.
+    Done {
+        index: u64,
+        commit: Option<String>,
+    },
+    /// The parser read an input to its end: what it found, its size as stored, and when
+    /// checkpointing, where it now stands.
+    Input {
+        read: InputRead,
+        size: u64,
+        end: Option<Position>,
+    },
 }
 
 /// Parses one message and sends what it holds to the producer; false once the channel closed.
@@ -273,21 +274,27 @@ fn parse_into(message: Message<'_>, tx: &tokio::sync::mpsc::Sender<Item>) -> boo
                     reason: panic_reason(panic.as_ref()),
                 })
             });
-    let done = Item::Done(source.clone());
-    let sent = match parsed {
-        Ok(Parsed::Reports(reports)) => reports
-            .into_iter()
-            .all(|report| tx.blocking_send(encode(report)).is_ok()),
-        Ok(Parsed::NotAReport) => tx.blocking_send(Item::NotAReport { source }).is_ok(),
-        Err(e) => tx
-            .blocking_send(Item::Dead {
+    let index = source.index;
+    // Most mail is not a report: its source moves into `Done`, nothing is copied.
+    let (sent, commit) = match parsed {
+        Ok(Parsed::Reports(reports)) => (
+            reports
+                .into_iter()
+                .all(|report| tx.blocking_send(encode(report)).is_ok()),
+            source.commit,
+        ),
+        Ok(Parsed::NotAReport) => (tx.blocking_send(Item::NotAReport).is_ok(), source.commit),
+        Err(e) => {
+            let commit = source.commit.clone();
+            let dead = Item::Dead {
                 source,
                 raw: message.bytes.into_owned(),
                 error: e.to_string(),
-            })
-            .is_ok(),
+            };
+            (tx.blocking_send(dead).is_ok(), commit)
+        }
     };
-    sent && tx.blocking_send(done).is_ok()
+    sent && tx.blocking_send(Item::Done { index, commit }).is_ok()
 }
 
 /// A panic's message, for a dead letter or an error.
@@ -323,17 +330,14 @@ pub async fn ingest(
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(1024);
     let files = inputs.inputs.len() as u64;
     let parser_stop = stop.clone();
+    let checkpointing = checkpoints.is_some();
     let parser = std::thread::spawn(move || {
         let stop = parser_stop;
-        for input in inputs.inputs {
-            let size = match &input {
-                Input::File(path) => std::fs::metadata(path).ok().map(|m| m.len()),
-                _ => None,
-            };
+        for (input, size) in inputs.inputs {
+            let key = checkpointing.then(|| checkpoint::key_of(&input)).flatten();
             let begin = Item::Begin {
                 name: input.name(),
-                key: checkpoint::key_of(&input),
-                size,
+                key: key.clone(),
             };
             if tx.blocking_send(begin).is_err() {
                 return;
@@ -354,7 +358,16 @@ pub async fn ingest(
             });
             let item = match read {
                 Ok(read) if read.stopped => return,
-                Ok(read) => Item::Input(read),
+                Ok(read) => {
+                    let end = key.and_then(|_| match &input {
+                        Input::Epoch(_) => {
+                            read.head.clone().map(|commit| Position::Epoch { commit })
+                        }
+                        Input::File(_) => Some(Position::File { size }),
+                        Input::Stdin => None,
+                    });
+                    Item::Input { read, size, end }
+                }
                 Err(e) => Item::Unreadable(e),
             };
             if closed || tx.blocking_send(item).is_err() {
@@ -369,9 +382,9 @@ pub async fn ingest(
     let mut begun = 0u64;
     let mut last_index = None;
     let mut in_flight = FuturesUnordered::new();
-    // The input being read's checkpoint key and file size, and the position not yet saved.
-    let (mut key, mut size) = (None::<String>, None::<u64>);
-    let mut position: Option<(String, Position)> = None;
+    // The input being read's checkpoint key, and its position not yet saved.
+    let mut key = None::<String>;
+    let mut position: Option<Position> = None;
     let mut saved_at = Instant::now();
     loop {
         // A stop does not wait for the parser: it may be blocked reading a pipe.
@@ -395,7 +408,7 @@ pub async fn ingest(
             Item::Report { source, .. } | Item::Dead { source, .. } => {
                 last_index = Some(source.index);
             }
-            Item::NotAReport { source } => last_index = Some(source.index),
+            Item::Done { index, .. } => last_index = Some(*index),
             Item::Begin { .. } => {
                 begun += 1;
                 last_index = None;
@@ -467,7 +480,7 @@ pub async fn ingest(
                     source,
                 ));
             }
-            Item::NotAReport { .. } => {
+            Item::NotAReport => {
                 summary.not_reports += 1;
             }
             Item::Unreadable(e) => {
@@ -477,30 +490,26 @@ pub async fn ingest(
             Item::Begin {
                 name,
                 key: input_key,
-                size: input_size,
             } => {
                 tracing::debug!(input = %name, "reading an input");
                 reading = name;
-                (key, size) = (input_key, input_size);
+                key = input_key;
+                // What was not saved of an input that ended unreadable is read again.
+                position = None;
             }
-            Item::Done(source) => {
-                if let (Some(key), Some(commit)) = (&key, source.commit) {
-                    position = Some((key.clone(), Position::Epoch { commit }));
+            Item::Done { commit, .. } => {
+                if let (Some(_), Some(commit)) = (&key, commit) {
+                    position = Some(Position::Epoch { commit });
                 }
             }
-            Item::Input(read) => {
-                let end = match (read.head.clone(), size) {
-                    (Some(commit), _) => Some(Position::Epoch { commit }),
-                    (None, Some(size)) => Some(Position::File { size }),
-                    (None, None) => None,
-                };
-                if let (Some(key), Some(end)) = (&key, end) {
-                    position = Some((key.clone(), end));
+            Item::Input { read, size, end } => {
+                if end.is_some() {
+                    position = end;
                     input_done = true;
                 }
                 summary.inputs += 1;
                 summary.messages += read.messages;
-                summary.bytes += read.bytes;
+                summary.bytes += size;
 
                 progress(summary.bytes);
             }
@@ -513,8 +522,8 @@ pub async fn ingest(
             while let Some(result) = in_flight.next().await {
                 result?;
             }
-            if let Some((key, position)) = position.take() {
-                checkpoints.save(key, position).await?;
+            if let (Some(key), Some(position)) = (&key, position.take()) {
+                checkpoints.save(key.clone(), position).await?;
             }
             saved_at = Instant::now();
         }
@@ -522,7 +531,7 @@ pub async fn ingest(
     while let Some(result) = in_flight.next().await {
         result?;
     }
-    if let (Some(checkpoints), Some((key, position))) = (checkpoints, position) {
+    if let (Some(checkpoints), Some(key), Some(position)) = (checkpoints, key, position) {
         checkpoints.save(key, position).await?;
     }
     if summary.stopped.is_some() {

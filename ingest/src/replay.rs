@@ -7,7 +7,7 @@
 //! report key.
 
 use crate::checkpoint::{Checkpointer, Checkpoints, Position, dead_letter_key};
-use crate::follow::ensure_sources_topic;
+use crate::follow::{blocking, ensure_sources_topic};
 use crate::kafka::{
     DeadLetter, Item, KafkaIngestError, KafkaTarget, deliver, encode, panic_reason, producer,
     read_dead_letters,
@@ -44,17 +44,13 @@ pub async fn replay(
         target.dlq_topic.clone(),
         sources_topic.to_owned(),
     );
-    let (letters, saved) = tokio::task::spawn_blocking(move || {
-        Ok::<_, KafkaIngestError>((
+    let (letters, saved) = blocking(move || {
+        Ok((
             read_dead_letters(&brokers, &dlq)?,
             Checkpoints::load(&brokers, &topic)?,
         ))
     })
-    .await
-    .map_err(|e| KafkaIngestError::ParserFailed {
-        input: target.dlq_topic.clone(),
-        reason: e.to_string(),
-    })??;
+    .await?;
     let producer = producer(&target.brokers)?;
     let mut checkpoints = Checkpointer::new(producer.clone(), sources_topic, saved);
     let mut summary = ReplaySummary {

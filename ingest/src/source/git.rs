@@ -168,15 +168,10 @@ pub(super) fn read_epoch(
     epoch: &Epoch,
     each: &mut dyn FnMut(Message<'_>) -> ControlFlow<()>,
 ) -> Result<InputRead, SourceError> {
-    let bytes = stored_bytes(epoch);
     let Some(head) = head(epoch)? else {
-        return Ok(InputRead {
-            bytes,
-            ..InputRead::default()
-        });
+        return Ok(InputRead::default());
     };
     let mut read = InputRead {
-        bytes,
         head: Some(head.clone()),
         ..InputRead::default()
     };

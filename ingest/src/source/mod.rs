@@ -71,8 +71,6 @@ pub struct Message<'a> {
 /// What reading one input found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InputRead {
-    /// Bytes of the input as stored (decompressed for files; the objects on disk for an epoch).
-    pub bytes: u64,
     /// Messages handed over.
     pub messages: u64,
     /// Commits of an epoch without a message (deletions), skipped.
@@ -98,10 +96,7 @@ pub fn read(
         Input::Stdin => InputFile::stdin()?,
         Input::File(path) => InputFile::read(path)?,
     };
-    let mut read = InputRead {
-        bytes: file.len() as u64,
-        ..InputRead::default()
-    };
+    let mut read = InputRead::default();
     for message in file.messages() {
         read.messages += 1;
         let flow = each(Message {
@@ -252,9 +247,10 @@ fn mbox_message(entry: &[u8]) -> Cow<'_, [u8]> {
 /// The inputs of a run and their total size, found in one walk.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inputs {
-    /// In the order they are read.
-    pub inputs: Vec<Input>,
-    /// Bytes of the inputs that exist, as stored (stdin counts as 0).
+    /// In the order they are read, each with its size as stored (a file's length, an epoch's
+    /// objects on disk; 0 for stdin and for what does not exist).
+    pub inputs: Vec<(Input, u64)>,
+    /// Their sum.
     pub bytes: u64,
 }
 
@@ -265,14 +261,18 @@ pub fn inputs(paths: &[PathBuf]) -> Result<Inputs, SourceError> {
 
 /// Sizes inputs already found, for progress.
 pub fn sized(inputs: Vec<Input>) -> Inputs {
-    let bytes = inputs
-        .iter()
-        .map(|input| match input {
-            Input::Stdin => 0,
-            Input::File(path) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
-            Input::Epoch(epoch) => git::stored_bytes(epoch),
+    let inputs: Vec<(Input, u64)> = inputs
+        .into_iter()
+        .map(|input| {
+            let size = match &input {
+                Input::Stdin => 0,
+                Input::File(path) => std::fs::metadata(path).map(|m| m.len()).unwrap_or(0),
+                Input::Epoch(epoch) => git::stored_bytes(epoch),
+            };
+            (input, size)
         })
-        .sum();
+        .collect();
+    let bytes = inputs.iter().map(|(_, size)| size).sum();
     Inputs { inputs, bytes }
 }
 
