@@ -1,10 +1,10 @@
-//! `lkplake parse`: reports to stdout, failures to stderr.
+//! `lkplake parse`: reports and mentions to stdout, failures to stderr.
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use lkplake_ingest::source::{self, expand_paths};
 use lkplake_ingest::{Parsed, parse_message};
-use lkplake_schemas::{Report, Source};
+use lkplake_schemas::{Mention, Report, Source};
 use std::io::{BufWriter, Write};
 use std::ops::ControlFlow;
 
@@ -23,9 +23,9 @@ pub struct ParseArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Format {
-    /// One JSON object per report per line.
+    /// One JSON object per report or mention per line, as sent to Kafka.
     Json,
-    /// One line per report for people.
+    /// One line per report test or mention, for people.
     Table,
 }
 
@@ -34,6 +34,7 @@ struct Counts {
     messages: u64,
     reports: u64,
     quoted: u64,
+    mentions: u64,
     not_reports: u64,
     failed: u64,
 }
@@ -65,6 +66,21 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
                         }
                     }
                 }
+                Ok(Parsed::Mention { mention, reports }) => {
+                    for report in reports {
+                        counts.reports += 1;
+                        counts.quoted += u64::from(report.quoted);
+                        written = write_report(&mut out, args.format, &report);
+                        if written.is_err() {
+                            return ControlFlow::Break(());
+                        }
+                    }
+                    counts.mentions += 1;
+                    written = write_mention(&mut out, args.format, &mention);
+                    if written.is_err() {
+                        return ControlFlow::Break(());
+                    }
+                }
                 Ok(Parsed::NotAReport) => counts.not_reports += 1,
                 Err(reason) => {
                     counts.failed += 1;
@@ -83,10 +99,11 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
     out.flush().context("writing to stdout")?;
 
     eprintln!(
-        "lkplake parse: {} messages: {} reports ({} quoted copies), {} not reports, {} failed{}",
+        "lkplake parse: {} messages: {} reports ({} quoted copies), {} mentions, {} not reports, {} failed{}",
         counts.messages,
         counts.reports,
         counts.quoted,
+        counts.mentions,
         counts.not_reports,
         counts.failed,
         if unreadable > 0 {
@@ -136,6 +153,39 @@ fn write_report(out: &mut impl Write, format: Format, report: &Report) -> anyhow
                     if report.quoted { "  (quoted)" } else { "" },
                 )?;
             }
+        }
+    }
+    Ok(())
+}
+
+fn write_mention(out: &mut impl Write, format: Format, mention: &Mention) -> anyhow::Result<()> {
+    match format {
+        Format::Json => {
+            serde_json::to_writer(&mut *out, mention)?;
+            writeln!(out)?;
+        }
+        Format::Table => {
+            let cites = match (&mention.metric, mention.change_pct) {
+                (Some(metric), Some(change)) => format!("{metric} {change}%"),
+                (Some(metric), None) => metric.clone(),
+                _ => String::new(),
+            };
+            writeln!(
+                out,
+                "{:<32}  {:<20}  {:<11}  {:<22}  {:<16}  {:>5}  cites {} {}  (mention by {})",
+                mention.mention_key,
+                mention
+                    .date
+                    .map(|d| d.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+                    .unwrap_or_default(),
+                "mention",
+                mention.testcase.as_deref().unwrap_or("-"),
+                mention.machine.as_deref().unwrap_or("-"),
+                mention.rows.len(),
+                mention.commit.as_deref().unwrap_or("-"),
+                cites,
+                mention.sender.as_deref().unwrap_or("-"),
+            )?;
         }
     }
     Ok(())

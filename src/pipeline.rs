@@ -228,11 +228,12 @@ async fn ingest_into(
 
 fn print_ingest(summary: &IngestSummary) {
     eprintln!(
-        "lkplake ingest: {} inputs, {} messages: {} reports ({} quoted copies), {} not reports skipped, {} dead-lettered{}",
+        "lkplake ingest: {} inputs, {} messages: {} reports ({} quoted copies), {} mentions, {} not reports skipped, {} dead-lettered{}",
         summary.inputs,
         summary.messages,
         summary.reports,
         summary.quoted,
+        summary.mentions,
         summary.not_reports,
         summary.dead_lettered,
         if summary.unreadable > 0 {
@@ -289,11 +290,12 @@ pub async fn run_ingest(args: &IngestArgs, shutdown: &Shutdown) -> anyhow::Resul
 
 fn print_transform(summary: &TransformSummary) {
     eprintln!(
-        "lkplake transform: {} messages: {} reports written ({} metric rows, {} commits), {} duplicates skipped, {} quoted copies replaced by their original, {} already in the lake, {} undecodable",
+        "lkplake transform: {} messages: {} reports written ({} metric rows, {} commits), {} mentions written, {} duplicates skipped, {} quoted copies replaced by their original, {} already in the lake, {} undecodable",
         summary.messages,
         summary.reports,
         summary.metric_rows,
         summary.commits,
+        summary.mentions,
         summary.duplicates,
         summary.replaced_quoted,
         summary.already_in_lake,
@@ -461,10 +463,11 @@ pub async fn run_dlq(args: &DlqArgs) -> anyhow::Result<bool> {
                 );
             }
             eprintln!(
-                "lkplake dlq replay: {} letters: {} replayed now ({} reports produced to {}), {} replayed before, {} now not reports, {} still failing (left in {})",
+                "lkplake dlq replay: {} letters: {} replayed now ({} reports and {} mentions produced to {}), {} replayed before, {} now not reports, {} still failing (left in {})",
                 summary.letters,
                 summary.replayed,
                 summary.reports,
+                summary.mentions,
                 target.reports_topic,
                 summary.already_replayed,
                 summary.not_reports,

@@ -19,14 +19,18 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (mut messages, mut bytes, mut reports, mut not_reports, mut failed) =
-        (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut messages, mut bytes, mut reports, mut mentions, mut not_reports, mut failed) =
+        (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     for input in &inputs {
         let read = source::read(input, &mut |message| {
             messages += 1;
             bytes += message.bytes.len() as u64;
             match parse_message(&message.bytes, &message.source) {
                 Ok(Parsed::Reports(found)) => reports += found.len() as u64,
+                Ok(Parsed::Mention { reports: found, .. }) => {
+                    reports += found.len() as u64;
+                    mentions += 1;
+                }
                 Ok(Parsed::NotAReport) => not_reports += 1,
                 Err(_) => failed += 1,
             }
@@ -38,7 +42,7 @@ fn main() -> ExitCode {
         }
     }
     println!(
-        "{messages} messages, {bytes} message bytes: {reports} reports, {not_reports} not reports, {failed} failed"
+        "{messages} messages, {bytes} message bytes: {reports} reports, {mentions} mentions, {not_reports} not reports, {failed} failed"
     );
     ExitCode::SUCCESS
 }

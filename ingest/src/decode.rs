@@ -19,6 +19,12 @@ pub struct Document {
     pub date: Option<DateTime<Utc>>,
     /// With angle brackets.
     pub message_id: Option<String>,
+    /// The `From:` header as `Name <address>` (or the bare address), decoded.
+    pub sender: Option<String>,
+    /// The `In-Reply-To:` Message-ID, with angle brackets.
+    pub in_reply_to: Option<String>,
+    /// The Message-IDs of `References:`, oldest first, with angle brackets.
+    pub references: Vec<String>,
     /// The text the parser reads: the plain-text part, or the page's text for an archive page.
     pub body: String,
     /// The input was recognisably a mail: RFC 822 headers, or an archive page showing them.
@@ -131,10 +137,30 @@ fn decode_mail(bytes: &[u8]) -> Option<Document> {
     let date = message
         .date()
         .and_then(|d| DateTime::<Utc>::from_timestamp(d.to_timestamp(), 0));
+    let ids = |value: &mail_parser::HeaderValue<'_>| -> Vec<String> {
+        value
+            .as_text_list()
+            .unwrap_or_default()
+            .iter()
+            .map(|id| format!("<{id}>"))
+            .collect()
+    };
+    let sender = message
+        .from()
+        .and_then(|from| from.first())
+        .and_then(|addr| match (addr.name(), addr.address()) {
+            (Some(name), Some(address)) => Some(format!("{name} <{address}>")),
+            (None, Some(address)) => Some(address.to_owned()),
+            (Some(name), None) => Some(name.to_owned()),
+            (None, None) => None,
+        });
     Some(Document {
         subject: message.subject().map(collapse_whitespace),
         date,
         message_id: message.message_id().map(|id| format!("<{id}>")),
+        sender,
+        in_reply_to: ids(message.in_reply_to()).into_iter().next(),
+        references: ids(message.references()),
         body,
         is_mail: true,
         is_binary: false,

@@ -7,7 +7,7 @@ use crate::parser::{Parsed, parse_message};
 use crate::source::{self, Input, InputRead, Inputs, Message};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use lkplake_schemas::{Report, Source};
+use lkplake_schemas::{Message as WireMessage, Source};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::{ClientContext, DefaultClientContext};
 use rdkafka::config::ClientConfig;
@@ -190,7 +190,9 @@ pub struct IngestSummary {
     /// Of those, reports recognised as copies of one already produced in this run (a reply
     /// quoting the whole report); produced anyway, the transformer drops them by key.
     pub quoted: u64,
-    /// Messages that are not performance reports (skipped, nothing produced).
+    /// Replies that cite a report (its opening or rows), produced as mentions.
+    pub mentions: u64,
+    /// Messages that are neither reports nor mentions (skipped, nothing produced).
     pub not_reports: u64,
     /// Messages that look like reports but could not be parsed, produced to the dead-letter topic.
     pub dead_lettered: u64,
@@ -208,6 +210,7 @@ impl IngestSummary {
         self.messages += other.messages;
         self.reports += other.reports;
         self.quoted += other.quoted;
+        self.mentions += other.mentions;
         self.not_reports += other.not_reports;
         self.dead_lettered += other.dead_lettered;
         self.unreadable += other.unreadable;
@@ -226,12 +229,22 @@ pub struct Stopped {
     pub inputs_not_read: u64,
 }
 
+/// What a message on the report topic is, for the counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sent {
+    Report,
+    /// A copy of a report quoted in a reply.
+    Quoted,
+    Mention,
+}
+
 /// What the parser thread hands to the producer.
 pub(crate) enum Item {
-    /// A report already encoded as JSON on the parser thread, so the async side only sends.
+    /// A report or mention already encoded as JSON on the parser thread, so the async side
+    /// only sends.
     Report {
         key: String,
-        quoted: bool,
+        sent: Sent,
         source: Source,
         payload: Vec<u8>,
     },
@@ -278,9 +291,18 @@ fn parse_into(message: Message<'_>, tx: &tokio::sync::mpsc::Sender<Item>) -> boo
     // Most mail is not a report: its source moves into `Done`, nothing is copied.
     let (sent, commit) = match parsed {
         Ok(Parsed::Reports(reports)) => (
+            reports.into_iter().all(|report| {
+                tx.blocking_send(encode(WireMessage::Report(Box::new(report))))
+                    .is_ok()
+            }),
+            source.commit,
+        ),
+        Ok(Parsed::Mention { mention, reports }) => (
             reports
                 .into_iter()
-                .all(|report| tx.blocking_send(encode(report)).is_ok()),
+                .map(|report| WireMessage::Report(Box::new(report)))
+                .chain([WireMessage::Mention(mention)])
+                .all(|message| tx.blocking_send(encode(message)).is_ok()),
             source.commit,
         ),
         Ok(Parsed::NotAReport) => (tx.blocking_send(Item::NotAReport).is_ok(), source.commit),
@@ -425,12 +447,18 @@ pub async fn ingest(
         match item {
             Item::Report {
                 key,
-                quoted,
+                sent,
                 source,
                 payload,
             } => {
-                summary.reports += 1;
-                summary.quoted += u64::from(quoted);
+                match sent {
+                    Sent::Report => summary.reports += 1,
+                    Sent::Quoted => {
+                        summary.reports += 1;
+                        summary.quoted += 1;
+                    }
+                    Sent::Mention => summary.mentions += 1,
+                }
                 in_flight.push(deliver(
                     &producer,
                     &target.reports_topic,
@@ -554,20 +582,27 @@ pub async fn ingest(
 /// A send that resolves once the broker acknowledged it (`acks=all`).
 type Pending = std::pin::Pin<Box<dyn Future<Output = Result<(), KafkaIngestError>> + Send>>;
 
-/// Encodes a report for the report topic; a report that cannot be encoded (it cannot happen
-/// with these types, but the bytes are kept either way) becomes a dead letter.
-pub(crate) fn encode(report: Report) -> Item {
-    match serde_json::to_vec(&report) {
+/// Encodes a report or mention for the report topic; one that cannot be encoded (it cannot
+/// happen with these types, but the bytes are kept either way) becomes a dead letter.
+pub(crate) fn encode(message: WireMessage) -> Item {
+    let (sent, source) = match &message {
+        WireMessage::Report(r) if r.quoted => (Sent::Quoted, &r.source),
+        WireMessage::Report(r) => (Sent::Report, &r.source),
+        WireMessage::Mention(m) => (Sent::Mention, &m.source),
+    };
+    let source = source.clone();
+    let key = message.key().to_owned();
+    match serde_json::to_vec(&message) {
         Ok(payload) => Item::Report {
-            key: report.report_key,
-            quoted: report.quoted,
-            source: report.source,
+            key,
+            sent,
+            source,
             payload,
         },
         Err(e) => Item::Dead {
-            error: format!("cannot encode report {} as JSON: {e}", report.report_key),
+            error: format!("cannot encode {key} as JSON: {e}"),
             raw: Vec::new(),
-            source: report.source,
+            source,
         },
     }
 }

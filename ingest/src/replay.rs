@@ -9,10 +9,11 @@
 use crate::checkpoint::{Checkpointer, Checkpoints, Position, dead_letter_key};
 use crate::follow::{blocking, ensure_sources_topic};
 use crate::kafka::{
-    DeadLetter, Item, KafkaIngestError, KafkaTarget, deliver, encode, panic_reason, producer,
+    DeadLetter, Item, KafkaIngestError, KafkaTarget, Sent, deliver, encode, panic_reason, producer,
     read_dead_letters,
 };
 use crate::parser::{Parsed, parse_message};
+use lkplake_schemas::Message as WireMessage;
 use std::panic::AssertUnwindSafe;
 
 /// What a replay did.
@@ -26,6 +27,8 @@ pub struct ReplaySummary {
     pub replayed: u64,
     /// Reports those held.
     pub reports: u64,
+    /// Mentions those held (replies that cite a report).
+    pub mentions: u64,
     /// Letters the parser now reads as not a report at all (settled, nothing sent).
     pub not_reports: u64,
     /// Letters that still do not parse, left for a later parser; each with its reason.
@@ -71,8 +74,16 @@ pub async fn replay(
                 reason: panic_reason(panic.as_ref()),
             })
         });
-        let reports = match parsed {
-            Ok(Parsed::Reports(reports)) => reports,
+        let messages: Vec<WireMessage> = match parsed {
+            Ok(Parsed::Reports(reports)) => reports
+                .into_iter()
+                .map(|r| WireMessage::Report(Box::new(r)))
+                .collect(),
+            Ok(Parsed::Mention { mention, reports }) => reports
+                .into_iter()
+                .map(|r| WireMessage::Report(Box::new(r)))
+                .chain([WireMessage::Mention(mention)])
+                .collect(),
             Ok(Parsed::NotAReport) => {
                 summary.not_reports += 1;
                 checkpoints.save(key, Position::Replayed).await?;
@@ -84,22 +95,26 @@ pub async fn replay(
                 continue;
             }
         };
-        // Every report acknowledged before the letter is recorded as replayed.
-        for report in reports {
-            match encode(report) {
+        // Every message acknowledged before the letter is recorded as replayed.
+        for message in messages {
+            match encode(message) {
                 Item::Report {
                     key,
+                    sent,
                     source,
                     payload,
-                    ..
                 } => {
                     deliver(&producer, &target.reports_topic, key, payload, None, source).await?;
-                    summary.reports += 1;
+                    if sent == Sent::Mention {
+                        summary.mentions += 1;
+                    } else {
+                        summary.reports += 1;
+                    }
                 }
                 _ => {
                     summary
                         .still_failing
-                        .push((letter.clone(), "cannot encode its report".to_owned()));
+                        .push((letter.clone(), "cannot encode it as JSON".to_owned()));
                 }
             }
         }

@@ -21,7 +21,7 @@ mod writer;
 pub use error::LakeError;
 pub use location::LakeUrl;
 pub use reader::{LakeTables, TableHealth};
-pub use writer::{CompactSummary, Lake, Progress, app_id};
+pub use writer::{Batches, CompactSummary, Lake, Progress, Table, app_id};
 
 /// Re-exported for callers that build commits: the Kafka offsets a commit covers.
 pub use deltalake::kernel::Transaction;

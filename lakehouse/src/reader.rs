@@ -1,19 +1,27 @@
 //! The reader's lake: the tables opened for reading and followed as writers commit. A reader
 //! never creates a table, so a wrong `--lake` is an error rather than an empty lake.
 
-use crate::writer::progress_in;
+use crate::writer::{Table, progress_in};
 use crate::{LakeError, LakeUrl, Progress};
 use deltalake::datafusion::catalog::TableProvider;
 use deltalake::{DeltaTable, DeltaTableBuilder};
-use lkplake_schemas::tables::{CHANGES_TABLE, METRICS_TABLE, REPORTS_TABLE, TREND_SERIES_TABLE};
+use lkplake_schemas::tables::{
+    CHANGES_TABLE, FAILURES_TABLE, MENTIONS_TABLE, METRICS_TABLE, REPORTS_TABLE, TREND_SERIES_TABLE,
+};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The tables the transformer writes, in the order [`LakeTables::versions`] lists them.
+/// The tables every lake has, in the order [`LakeTables::versions`] lists them.
 pub const TABLES: [&str; 2] = [METRICS_TABLE, REPORTS_TABLE];
 
-/// Tables `lkplake trend` writes; served once they exist.
-pub const TREND_TABLES: [&str; 2] = [CHANGES_TABLE, TREND_SERIES_TABLE];
+/// Tables served once they exist: the transformer's newer tables (a lake written before them
+/// gets them at its next transform run) and the ones `lkplake trend` writes.
+pub const LATER_TABLES: [&str; 4] = [
+    FAILURES_TABLE,
+    MENTIONS_TABLE,
+    CHANGES_TABLE,
+    TREND_SERIES_TABLE,
+];
 
 /// Opens an existing table, or `None` when the lake has no table `name` (yet).
 pub(crate) async fn open_existing(
@@ -83,10 +91,10 @@ impl LakeTables {
         Ok(lake)
     }
 
-    /// Opens trend tables created since the lake was opened.
+    /// Opens later tables created since the lake was opened.
     async fn open_new_tables(&mut self) -> Result<bool, LakeError> {
         let mut opened = false;
-        for name in TREND_TABLES {
+        for name in LATER_TABLES {
             if self.tables.iter().any(|(n, _)| *n == name) {
                 continue;
             }
@@ -147,12 +155,17 @@ impl LakeTables {
         topic: &str,
         partitions: &[i32],
     ) -> Result<HashMap<i32, Progress>, LakeError> {
-        let table = |name: &str| self.tables.iter().find(|(n, _)| *n == name);
-        let (Some((_, metrics)), Some((_, reports))) = (table(METRICS_TABLE), table(REPORTS_TABLE))
-        else {
+        let tables: Vec<(Table, &DeltaTable)> = Table::ALL
+            .into_iter()
+            .filter_map(|which| {
+                let (_, table) = self.tables.iter().find(|(n, _)| *n == which.name())?;
+                Some((which, table))
+            })
+            .collect();
+        if tables.is_empty() {
             return Ok(HashMap::new());
-        };
-        progress_in(metrics, reports, topic, partitions).await
+        }
+        progress_in(&tables, topic, partitions).await
     }
 
     /// A table provider per table, frozen at the loaded versions.

@@ -1,10 +1,12 @@
-//! The writer's lake: the `metrics` and `reports` Delta tables, with the Kafka offsets each
-//! commit covers recorded as Delta `txn` actions (one application id per topic partition, the
-//! kafka-delta-ingest pattern). The lake, not Kafka, is the source of truth for progress.
+//! The writer's lake: the `metrics`, `failures`, `mentions` and `reports` Delta tables, with
+//! the Kafka offsets each commit covers recorded as Delta `txn` actions (one application id per
+//! topic partition, the kafka-delta-ingest pattern). The lake, not Kafka, is the source of truth
+//! for progress.
 
 use crate::{LakeError, LakeUrl};
 use deltalake::DeltaTable;
 use deltalake::arrow::array::RecordBatch;
+use deltalake::arrow::datatypes::SchemaRef;
 use deltalake::datafusion::prelude::{SessionContext, col, lit};
 use deltalake::delta_datafusion::DeltaSessionContext;
 use deltalake::kernel::Transaction;
@@ -12,24 +14,107 @@ use deltalake::kernel::transaction::CommitProperties;
 use deltalake::parquet::basic::{Compression, ZstdLevel};
 use deltalake::parquet::file::properties::WriterProperties;
 use deltalake::protocol::SaveMode;
-use lkplake_schemas::tables::{METRICS, METRICS_TABLE, PARTITION_COLUMNS, REPORTS, REPORTS_TABLE};
+use lkplake_schemas::tables::{
+    FAILURES, FAILURES_TABLE, MENTIONS, MENTIONS_TABLE, METRICS, METRICS_TABLE, PARTITION_COLUMNS,
+    REPORTS, REPORTS_TABLE,
+};
 use std::collections::HashMap;
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
-/// Which table a Kafka partition's progress is recorded in, and how far.
+/// One of the transformer's tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Table {
+    /// `metrics`: the measurements.
+    Metrics,
+    /// `failures`: the `fail:runs` rows.
+    Failures,
+    /// `mentions`: replies that cite a report.
+    Mentions,
+    /// `reports`: one row per report test.
+    Reports,
+}
+
+impl Table {
+    /// Every table, in commit order. `reports` is last: its keys are what a restarted
+    /// transformer deduplicates against, so a report is there only once all its rows are.
+    pub const ALL: [Table; 4] = [
+        Table::Metrics,
+        Table::Failures,
+        Table::Mentions,
+        Table::Reports,
+    ];
+
+    /// The table's name in the lake.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Metrics => METRICS_TABLE,
+            Self::Failures => FAILURES_TABLE,
+            Self::Mentions => MENTIONS_TABLE,
+            Self::Reports => REPORTS_TABLE,
+        }
+    }
+
+    fn schema(self) -> SchemaRef {
+        match self {
+            Self::Metrics => METRICS.clone(),
+            Self::Failures => FAILURES.clone(),
+            Self::Mentions => MENTIONS.clone(),
+            Self::Reports => REPORTS.clone(),
+        }
+    }
+
+    /// `mentions` is small and has no testcase or machine of its own to partition by.
+    fn partition_columns(self) -> &'static [&'static str] {
+        match self {
+            Self::Mentions => &[],
+            _ => &PARTITION_COLUMNS,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How far a Kafka partition's messages are committed, per table.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
-    /// Last offset committed to `metrics`, if any.
-    pub metrics: Option<i64>,
-    /// Last offset committed to `reports`, if any.
-    pub reports: Option<i64>,
+    last: [Option<i64>; 4],
 }
 
 impl Progress {
-    /// The first offset not yet in both tables.
+    /// Every table committed up to `offset`.
+    pub fn up_to(offset: i64) -> Self {
+        Self {
+            last: [Some(offset); 4],
+        }
+    }
+
+    /// Last offset committed to `table`, if any.
+    pub fn of(self, table: Table) -> Option<i64> {
+        self.last[table.index()]
+    }
+
+    /// Records `offset` as the last one committed to `table`.
+    pub fn set(&mut self, table: Table, offset: Option<i64>) {
+        self.last[table.index()] = offset;
+    }
+
+    /// Whether `table` already holds what the message at `offset` puts there.
+    pub fn covers(self, table: Table, offset: i64) -> bool {
+        self.of(table).is_some_and(|last| offset <= last)
+    }
+
+    /// The first offset not yet in every table. A table new to an existing lake has no
+    /// progress, so a transformer back-fills it from the oldest message Kafka still holds.
     pub fn resume_at(self) -> i64 {
-        self.metrics.unwrap_or(-1).min(self.reports.unwrap_or(-1)) + 1
+        self.last
+            .iter()
+            .map(|l| l.unwrap_or(-1))
+            .min()
+            .unwrap_or(-1)
+            + 1
     }
 }
 
@@ -42,8 +127,8 @@ pub fn app_id(topic: &str, partition: i32) -> String {
 #[derive(Debug)]
 pub struct Lake {
     url: LakeUrl,
-    metrics: DeltaTable,
-    reports: DeltaTable,
+    /// Indexed by [`Table`], in [`Table::ALL`] order.
+    tables: Vec<DeltaTable>,
 }
 
 /// Files are cut at this size when a partition is rewritten.
@@ -137,8 +222,9 @@ async fn sort_partition(
         })
 }
 
-/// Opens table `name` of the lake, creating it with its schema and partitioning when missing.
-async fn open_table(lake: &LakeUrl, name: &'static str) -> Result<DeltaTable, LakeError> {
+/// Opens a table of the lake, creating it with its schema and partitioning when missing.
+async fn open_table(lake: &LakeUrl, which: Table) -> Result<DeltaTable, LakeError> {
+    let name = which.name();
     if let Some(path) = lake.local_table(name) {
         // delta-rs' local store writes files but does not create the table's directory.
         tokio::fs::create_dir_all(&path)
@@ -152,43 +238,46 @@ async fn open_table(lake: &LakeUrl, name: &'static str) -> Result<DeltaTable, La
         return Ok(table);
     }
     // A new table: an empty write creates it with the schema and partitioning.
-    let schema = if name == METRICS_TABLE {
-        METRICS.clone()
-    } else {
-        REPORTS.clone()
-    };
     table
-        .write(vec![RecordBatch::new_empty(schema)])
+        .write(vec![RecordBatch::new_empty(which.schema())])
         .with_save_mode(SaveMode::Append)
-        .with_partition_columns(PARTITION_COLUMNS)
+        .with_partition_columns(which.partition_columns().iter().copied())
         .await
         .map_err(LakeError::delta(name))
 }
 
-/// One of the transformer's two tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Table {
-    Metrics,
-    Reports,
-}
-
-impl Table {
-    fn name(self) -> &'static str {
-        match self {
-            Self::Metrics => METRICS_TABLE,
-            Self::Reports => REPORTS_TABLE,
-        }
-    }
+/// One batch per table, in [`Table::ALL`] order, for one commit.
+#[derive(Debug)]
+pub struct Batches {
+    /// Rows of `metrics`.
+    pub metrics: RecordBatch,
+    /// Rows of `failures`.
+    pub failures: RecordBatch,
+    /// Rows of `mentions`.
+    pub mentions: RecordBatch,
+    /// Rows of `reports`.
+    pub reports: RecordBatch,
 }
 
 impl Lake {
     /// Opens the lake at `url`, creating its tables when missing.
     pub async fn open(url: &LakeUrl) -> Result<Self, LakeError> {
+        let mut tables = Vec::with_capacity(Table::ALL.len());
+        for table in Table::ALL {
+            tables.push(open_table(url, table).await?);
+        }
         Ok(Self {
             url: url.clone(),
-            metrics: open_table(url, METRICS_TABLE).await?,
-            reports: open_table(url, REPORTS_TABLE).await?,
+            tables,
         })
+    }
+
+    fn table(&self, which: Table) -> &DeltaTable {
+        &self.tables[which.index()]
+    }
+
+    fn table_mut(&mut self, which: Table) -> &mut DeltaTable {
+        &mut self.tables[which.index()]
     }
 
     /// Where the lake is.
@@ -196,22 +285,14 @@ impl Lake {
         &self.url
     }
 
-    /// Reloads both tables to their latest versions (another writer may have committed).
+    /// Reloads every table to its latest version (another writer may have committed).
     pub async fn refresh(&mut self) -> Result<(), LakeError> {
-        self.metrics
-            .update_state()
-            .await
-            .map_err(|source| LakeError::Delta {
-                table: METRICS_TABLE,
-                source,
-            })?;
-        self.reports
-            .update_state()
-            .await
-            .map_err(|source| LakeError::Delta {
-                table: REPORTS_TABLE,
-                source,
-            })?;
+        for (which, table) in Table::ALL.into_iter().zip(&mut self.tables) {
+            table
+                .update_state()
+                .await
+                .map_err(LakeError::delta(which.name()))?;
+        }
         Ok(())
     }
 
@@ -221,14 +302,19 @@ impl Lake {
         topic: &str,
         partitions: &[i32],
     ) -> Result<HashMap<i32, Progress>, LakeError> {
-        progress_in(&self.metrics, &self.reports, topic, partitions).await
+        let tables: Vec<(Table, &DeltaTable)> = Table::ALL.into_iter().zip(&self.tables).collect();
+        progress_in(&tables, topic, partitions).await
     }
 
     /// Report keys in the lake and whether the stored copy is a quoted one.
     pub async fn report_keys(&self) -> Result<HashMap<String, bool>, LakeError> {
         let q = LakeError::query(REPORTS_TABLE);
         let ctx = SessionContext::new();
-        let provider = self.reports.table_provider().await.map_err(q)?;
+        let provider = self
+            .table(Table::Reports)
+            .table_provider()
+            .await
+            .map_err(q)?;
         ctx.register_table(REPORTS_TABLE, provider).map_err(q)?;
         let batches = ctx
             .sql("SELECT report_key, bool_and(quoted) AS quoted FROM reports GROUP BY report_key")
@@ -266,8 +352,43 @@ impl Lake {
         Ok(out)
     }
 
-    /// Deletes every row of the given reports from both tables (an original replacing a
-    /// quoted copy).
+    /// Mention keys in the lake.
+    pub async fn mention_keys(&self) -> Result<std::collections::HashSet<String>, LakeError> {
+        let q = LakeError::query(MENTIONS_TABLE);
+        let ctx = SessionContext::new();
+        let provider = self
+            .table(Table::Mentions)
+            .table_provider()
+            .await
+            .map_err(q)?;
+        ctx.register_table(MENTIONS_TABLE, provider).map_err(q)?;
+        let batches = ctx
+            .sql("SELECT DISTINCT mention_key FROM mentions")
+            .await
+            .map_err(q)?
+            .collect()
+            .await
+            .map_err(q)?;
+        let mut out = std::collections::HashSet::new();
+        for batch in batches {
+            use deltalake::arrow::array::AsArray;
+            let column = batch.column(0);
+            match column.as_string_view_opt() {
+                Some(keys) => out.extend(keys.iter().flatten().map(str::to_owned)),
+                None => out.extend(
+                    column
+                        .as_string::<i32>()
+                        .iter()
+                        .flatten()
+                        .map(str::to_owned),
+                ),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Deletes every row of the given reports from the tables that hold report rows (an
+    /// original replacing a quoted copy).
     pub async fn delete_reports(&mut self, keys: &[String]) -> Result<(), LakeError> {
         if keys.is_empty() {
             return Ok(());
@@ -279,10 +400,9 @@ impl Lake {
             .collect::<Vec<_>>()
             .join(", ");
         let predicate = format!("report_key IN ({list})");
-        for (name, table) in [
-            (METRICS_TABLE, &mut self.metrics),
-            (REPORTS_TABLE, &mut self.reports),
-        ] {
+        for which in [Table::Metrics, Table::Failures, Table::Reports] {
+            let name = which.name();
+            let table = self.table_mut(which);
             let (updated, _) = table
                 .clone()
                 .delete()
@@ -304,18 +424,15 @@ impl Lake {
         batch: RecordBatch,
         txns: Vec<Transaction>,
     ) -> Result<(), LakeError> {
-        let target = match table {
-            Table::Metrics => &mut self.metrics,
-            Table::Reports => &mut self.reports,
-        };
         if batch.num_rows() == 0 && txns.is_empty() {
             return Ok(());
         }
+        let target = self.table_mut(table);
         let updated = target
             .clone()
             .write(vec![batch])
             .with_save_mode(SaveMode::Append)
-            .with_partition_columns(PARTITION_COLUMNS)
+            .with_partition_columns(table.partition_columns().iter().copied())
             .with_writer_properties(writer_properties())
             .with_commit_properties(CommitProperties::default().with_application_transactions(txns))
             .await
@@ -324,18 +441,28 @@ impl Lake {
         Ok(())
     }
 
-    /// Commits normalized batches: `metrics` first, then `reports`, each commit recording the
-    /// partition offsets it covers. Delta has no transaction over two tables; each table's
-    /// `txn` records its own progress ([`Progress`]), so after a crash between the two commits
-    /// the replay writes only the table that is behind.
+    /// Commits normalized batches, one Delta commit per table in [`Table::ALL`] order, each
+    /// recording the partition offsets it covers. Delta has no transaction over several
+    /// tables; each table's `txn` records its own progress ([`Progress`]), so after a crash
+    /// between two commits the replay writes only the tables that are behind.
     pub async fn commit(
         &mut self,
-        metrics: RecordBatch,
-        reports: RecordBatch,
+        batches: Batches,
         txns: &[Transaction],
     ) -> Result<(), LakeError> {
-        self.append(Table::Metrics, metrics, txns.to_vec()).await?;
-        self.append(Table::Reports, reports, txns.to_vec()).await
+        let Batches {
+            metrics,
+            failures,
+            mentions,
+            reports,
+        } = batches;
+        for (table, batch) in Table::ALL
+            .into_iter()
+            .zip([metrics, failures, mentions, reports])
+        {
+            self.append(table, batch, txns.to_vec()).await?;
+        }
+        Ok(())
     }
 
     /// Compacts the lake and removes files no longer referenced.
@@ -343,45 +470,44 @@ impl Lake {
     /// Each `metrics` partition (testcase, machine) holding several files is rewritten as one
     /// file sorted by series and time. Bin-packing alone would concatenate per-flush files, each
     /// sorted on its own, and a series would then be spread over every page of the result; sorted,
-    /// the Parquet page index narrows a one-series query to the few pages holding it. `reports`
-    /// is small per report and only bin-packed. `resort` rewrites single-file partitions too.
+    /// the Parquet page index narrows a one-series query to the few pages holding it. The other
+    /// tables are small per report and only bin-packed. `resort` rewrites single-file partitions too.
     pub async fn compact(&mut self, resort: bool) -> Result<CompactSummary, LakeError> {
         let mut summary = CompactSummary::default();
-        let scattered: Vec<(Partition, usize)> = files_per_partition(&self.metrics, METRICS_TABLE)?
-            .into_iter()
-            .filter(|(_, files)| resort || *files > 1)
-            .collect();
+        let scattered: Vec<(Partition, usize)> =
+            files_per_partition(self.table(Table::Metrics), METRICS_TABLE)?
+                .into_iter()
+                .filter(|(_, files)| resort || *files > 1)
+                .collect();
         for (partition, files) in &scattered {
-            self.metrics = sort_partition(self.metrics.clone(), partition).await?;
+            let metrics = self.table(Table::Metrics).clone();
+            *self.table_mut(Table::Metrics) = sort_partition(metrics, partition).await?;
             summary.files_removed += *files as u64;
             summary.partitions_sorted += 1;
         }
         if !scattered.is_empty() {
-            let after = files_per_partition(&self.metrics, METRICS_TABLE)?;
+            let after = files_per_partition(self.table(Table::Metrics), METRICS_TABLE)?;
             summary.files_added += scattered
                 .iter()
                 .filter_map(|(partition, _)| after.get(partition))
                 .sum::<usize>() as u64;
         }
-        let err = |source| LakeError::Delta {
-            table: REPORTS_TABLE,
-            source,
-        };
-        let (optimized, metrics) = self
-            .reports
-            .clone()
-            .optimize()
-            .with_writer_properties(writer_properties())
-            .with_target_size(TARGET_FILE_SIZE)
-            .await
-            .map_err(err)?;
-        summary.files_removed += metrics.num_files_removed;
-        summary.files_added += metrics.num_files_added;
-        self.reports = optimized;
-        for (name, table) in [
-            (METRICS_TABLE, &mut self.metrics),
-            (REPORTS_TABLE, &mut self.reports),
-        ] {
+        // The other tables are small per report: bin-packed only.
+        for which in [Table::Failures, Table::Mentions, Table::Reports] {
+            let (optimized, metrics) = self
+                .table(which)
+                .clone()
+                .optimize()
+                .with_writer_properties(writer_properties())
+                .with_target_size(TARGET_FILE_SIZE)
+                .await
+                .map_err(LakeError::delta(which.name()))?;
+            summary.files_removed += metrics.num_files_removed;
+            summary.files_added += metrics.num_files_added;
+            *self.table_mut(which) = optimized;
+        }
+        for (which, table) in Table::ALL.into_iter().zip(&mut self.tables) {
+            let name = which.name();
             // Files replaced by the compaction stay readable for a week, so queries that
             // started on the old version finish; vacuum removes only what is older.
             let (vacuumed, vacuum) =
@@ -400,23 +526,20 @@ impl Lake {
     }
 }
 
-/// The progress each partition of `topic` has recorded in the two tables, as loaded.
+/// The progress each partition of `topic` has recorded in the given tables, as loaded.
 pub(crate) async fn progress_in(
-    metrics: &DeltaTable,
-    reports: &DeltaTable,
+    tables: &[(Table, &DeltaTable)],
     topic: &str,
     partitions: &[i32],
 ) -> Result<HashMap<i32, Progress>, LakeError> {
     let mut out = HashMap::new();
     for &partition in partitions {
         let id = app_id(topic, partition);
-        out.insert(
-            partition,
-            Progress {
-                metrics: txn_version(metrics, METRICS_TABLE, &id).await?,
-                reports: txn_version(reports, REPORTS_TABLE, &id).await?,
-            },
-        );
+        let mut progress = Progress::default();
+        for (which, table) in tables {
+            progress.set(*which, txn_version(table, which.name(), &id).await?);
+        }
+        out.insert(partition, progress);
     }
     Ok(out)
 }

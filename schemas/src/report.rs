@@ -1,7 +1,7 @@
 //! The `Report` model: what the parser extracts from one kernel test robot mail and what
 //! travels over Kafka as JSON on `lkp.reports`.
 //!
-//! Field names are part of the wire format (v1) and of the checked-in JSON Schema; renaming a
+//! Field names are part of the wire format and of the checked-in JSON Schema; renaming a
 //! field is a schema version bump.
 
 use chrono::{DateTime, Utc};
@@ -10,7 +10,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the JSON wire format. Bump on any incompatible change to these types.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// - 1: performance reports only.
+/// - 2: functional reports (kind `failure`, tables of `fail:runs` only), the printed
+///   reproduction percentage of each failure column, and [`crate::Mention`] messages. A
+///   version 2 reader reads every version 1 message: the new fields have defaults.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One performance report of the kernel test robot, as found in one mail (or one quoted copy of
 /// it inside a reply).
@@ -32,7 +37,9 @@ pub struct Report {
     pub kind: Option<Kind>,
     /// The metric named in the opening sentence or the subject.
     pub headline: Option<Headline>,
-    /// The commit under test (the last table column).
+    /// The commit the report is about: the one its `commit:` line or subject names, which in a
+    /// follow-up with more columns (a fix-up, a tag) need not be the last column; else the
+    /// last table column.
     pub commit: Commit,
     /// The commit it is compared against (the first table column).
     pub base_commit: Commit,
@@ -54,6 +61,9 @@ pub enum Kind {
     Regression,
     /// The robot "noticed a ... improvement".
     Improvement,
+    /// The robot noticed a failure (`noticed "dmesg.WARNING:..." on:`): a functional report,
+    /// whose tables count failed runs instead of measuring (since version 2).
+    Failure,
 }
 
 impl Kind {
@@ -62,6 +72,7 @@ impl Kind {
         match self {
             Kind::Regression => "regression",
             Kind::Improvement => "improvement",
+            Kind::Failure => "failure",
         }
     }
 }
@@ -211,7 +222,7 @@ impl ChangeUnit {
 
 /// One row of a `fail:runs` table: how often a failure (a dmesg warning, a kernel message)
 /// was seen per commit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Failure {
     /// The failure's name, e.g. `dmesg.WARNING:at_kernel/sched/deadline.c:#task_contending`.
     pub metric: String,
@@ -220,10 +231,15 @@ pub struct Failure {
 }
 
 /// Failed runs out of all runs for one commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FailRuns {
     /// Runs that showed the failure.
     pub fail: u32,
     /// Runs in all.
     pub runs: u32,
+    /// The `%reproduction` printed left of this column (`67%`, `-100%`): how much more often
+    /// this commit showed the failure than the base. `None` for the base column, where the
+    /// robot prints none, and in version 1 messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduction_pct: Option<f64>,
 }

@@ -8,12 +8,17 @@ use std::sync::{Arc, LazyLock};
 pub const METRICS_TABLE: &str = "metrics";
 /// The table of reports (one row per test of a report), written by the transformer.
 pub const REPORTS_TABLE: &str = "reports";
+/// One row per `fail:runs` row and commit column, written by the transformer.
+pub const FAILURES_TABLE: &str = "failures";
+/// Mails that cite a report without carrying its full table, written by the transformer.
+pub const MENTIONS_TABLE: &str = "mentions";
 /// Change points found by `lkplake trend`.
 pub const CHANGES_TABLE: &str = "changes";
 /// `lkplake trend`'s per-series state, so a re-run resumes where the last one stopped.
 pub const TREND_SERIES_TABLE: &str = "trend_series";
 
-/// Partition columns of both tables, in partition order.
+/// Partition columns of `metrics`, `reports` and `failures`, in partition order (`mentions`
+/// is small and unpartitioned).
 pub const PARTITION_COLUMNS: [&str; 2] = ["testcase", "machine"];
 
 fn time() -> DataType {
@@ -70,6 +75,55 @@ pub static REPORTS: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("rootfs", DataType::Utf8, true),
         Field::new("rows", DataType::UInt32, false),
         Field::new("quoted", DataType::Boolean, false),
+        Field::new("source", DataType::Utf8, false),
+    ]))
+});
+
+/// `failures`: one row per row of a `fail:runs` table and commit column: how many runs of
+/// that commit showed the failure.
+pub static FAILURES: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("time", time(), true),
+        Field::new("testcase", DataType::Utf8, false),
+        Field::new("machine", DataType::Utf8, false),
+        Field::new("params", DataType::Utf8, false),
+        Field::new("metric", DataType::Utf8, false),
+        Field::new("commit", DataType::Utf8, false),
+        Field::new("role", DataType::Utf8, false),
+        Field::new("fail", DataType::UInt32, false),
+        Field::new("runs", DataType::UInt32, false),
+        Field::new("reproduction_pct", DataType::Float64, true),
+        Field::new("is_headline", DataType::Boolean, false),
+        Field::new("report_key", DataType::Utf8, false),
+    ]))
+});
+
+/// `mentions`: one row per mail that cites a report (as stored; the query layer's
+/// `mentions` view adds the cited report's key).
+pub static MENTIONS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("mention_key", DataType::Utf8, false),
+        Field::new("message_id", DataType::Utf8, true),
+        Field::new("in_reply_to", DataType::Utf8, true),
+        Field::new(
+            "references",
+            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+            false,
+        ),
+        Field::new("date", time(), true),
+        Field::new("sender", DataType::Utf8, true),
+        Field::new("subject", DataType::Utf8, true),
+        Field::new("commit", DataType::Utf8, true),
+        Field::new("testcase", DataType::Utf8, true),
+        Field::new("machine", DataType::Utf8, true),
+        Field::new("kind", DataType::Utf8, true),
+        Field::new("metric", DataType::Utf8, true),
+        Field::new("change_pct", DataType::Float64, true),
+        Field::new(
+            "rows",
+            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+            false,
+        ),
         Field::new("source", DataType::Utf8, false),
     ]))
 });

@@ -26,13 +26,22 @@ fn checked_in_json_schema_matches_the_report_types() {
     );
 }
 
-#[test]
-fn json_schema_names_every_required_wire_field() {
+/// The fields a message of each kind must carry, as the checked-in schema states them.
+fn required(kind: &str) -> Vec<String> {
     let schema = lkplake_schemas::report_json_schema();
-    let required: Vec<&str> = schema["required"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
-        .unwrap_or_default();
+    let defs = schema.get("$defs").or_else(|| schema.get("definitions"));
+    defs.and_then(|d| d[kind]["required"].as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn json_schema_names_every_required_wire_field_of_a_report() {
+    let required = required("Report");
     for field in [
         "schema_version",
         "report_key",
@@ -43,7 +52,24 @@ fn json_schema_names_every_required_wire_field() {
         "tests",
     ] {
         assert!(
-            required.contains(&field),
+            required.iter().any(|r| r == field),
+            "{field} missing from {required:?}"
+        );
+    }
+}
+
+#[test]
+fn json_schema_names_every_required_wire_field_of_a_mention() {
+    let required = required("Mention");
+    for field in [
+        "schema_version",
+        "mention_key",
+        "references",
+        "rows",
+        "source",
+    ] {
+        assert!(
+            required.iter().any(|r| r == field),
             "{field} missing from {required:?}"
         );
     }

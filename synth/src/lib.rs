@@ -2826,7 +2826,7 @@ fn stated_number(test: &TestOut, format: SynthFormat, rng: &mut Rng) -> String {
         return magnitude.to_owned();
     }
     let keep_sign = match (test.kind, format) {
-        (Kind::Improvement, _) | (Kind::Regression, SynthFormat::Legacy) => true,
+        (Kind::Improvement | Kind::Failure, _) | (Kind::Regression, SynthFormat::Legacy) => true,
         (Kind::Regression, SynthFormat::Modern) => rng.chance(0.4),
     };
     if keep_sign {

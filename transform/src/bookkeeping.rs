@@ -12,9 +12,9 @@
 use crate::TransformError;
 use crate::normalize::{Normalizer, Tables};
 use crate::tracker::{Check, Limits, Tracker, Verdict};
-use lkplake_lake::{Lake, Progress, Transaction, app_id};
-use lkplake_schemas::Report;
+use lkplake_lake::{Lake, Progress, Table, Transaction, app_id};
 use lkplake_schemas::metric::DirectionTable;
+use lkplake_schemas::{Message, Report};
 use rdkafka::Offset;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
@@ -28,17 +28,20 @@ pub struct TransformSummary {
     pub already_in_lake: u64,
     /// Reports written.
     pub reports: u64,
+    /// Mentions written (replies that cite a report).
+    pub mentions: u64,
     /// Copies of a report already in the lake (re-sent or quoted), skipped.
     pub duplicates: u64,
     /// Quoted copies in the lake replaced by their original.
     pub replaced_quoted: u64,
-    /// Messages that were not a valid report JSON (kept in Kafka, logged).
+    /// Messages that were neither a valid report nor a valid mention JSON (kept in Kafka,
+    /// logged).
     pub undecodable: u64,
     /// Times the consumer was rewound over a gap in a partition's offsets.
     pub rewinds: u64,
     /// `metrics` rows written.
     pub metric_rows: u64,
-    /// Lake commits (each covering both tables).
+    /// Lake commits (each covering every table).
     pub commits: u64,
 }
 
@@ -52,8 +55,17 @@ const MAX_PROGRESS_CONFLICTS: u32 = 5;
 struct Pending {
     partition: i32,
     offset: i64,
-    report: Option<Report>,
+    message: Option<Message>,
     tables: Tables,
+}
+
+impl Pending {
+    fn report_mut(&mut self) -> Option<&mut Report> {
+        match &mut self.message {
+            Some(Message::Report(r)) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 /// What the lake and the buffer know about one report key.
@@ -80,6 +92,8 @@ pub struct Ledger {
     lake: Lake,
     /// Keys committed to the lake.
     lake_keys: HashMap<String, Seen>,
+    /// Mention keys committed to the lake or buffered.
+    mention_keys: HashSet<String>,
     /// Lake progress of the partitions seen since the last rebalance.
     progress: HashMap<i32, Progress>,
     /// Next offset per assigned partition, gaps, stalls and the drained decision.
@@ -96,12 +110,15 @@ pub struct Ledger {
     summary: TransformSummary,
 }
 
-fn rows_of(report: &Report) -> usize {
-    report
-        .tests
-        .iter()
-        .map(|t| t.rows.len() * t.commits.len())
-        .sum()
+fn rows_of(message: &Message) -> usize {
+    match message {
+        Message::Report(report) => report
+            .tests
+            .iter()
+            .map(|t| t.rows.len() * t.commits.len())
+            .sum(),
+        Message::Mention(_) => 0,
+    }
 }
 
 async fn load_keys(lake: &Lake) -> Result<HashMap<String, Seen>, TransformError> {
@@ -123,11 +140,13 @@ impl Ledger {
         now: Instant,
     ) -> Result<Self, TransformError> {
         let lake_keys = load_keys(&lake).await?;
+        let mention_keys = lake.mention_keys().await?;
         Ok(Self {
             topic: topic.to_owned(),
             directions,
             lake,
             lake_keys,
+            mention_keys,
             progress: HashMap::new(),
             tracker: Tracker::new(limits, now),
             buffer: Vec::new(),
@@ -220,29 +239,44 @@ impl Ledger {
                 });
             }
         }
-        let tables = Tables {
-            metrics: progress.metrics.is_none_or(|m| offset > m),
-            reports: progress.reports.is_none_or(|r| offset > r),
-        };
-        let report = match payload.map(serde_json::from_slice::<Report>) {
-            Some(Ok(report)) => Some(report),
+        let mut tables = Tables::ALL;
+        for table in Table::ALL {
+            if progress.covers(table, offset) {
+                tables.remove(table);
+            }
+        }
+        let message = match payload.map(Message::decode) {
+            Some(Ok(message)) => Some(message),
             other => {
                 let reason = match other {
                     Some(Err(e)) => e.to_string(),
                     _ => "empty message".to_owned(),
                 };
-                tracing::error!(partition, offset, %reason, "not a report JSON; left in Kafka, skipped");
+                tracing::error!(partition, offset, %reason, "not a report or mention JSON; left in Kafka, skipped");
                 self.summary.undecodable += 1;
                 None
             }
         };
-        let report = report.and_then(|r| self.deduplicate(r));
-        if let Some(r) = &report {
-            if tables.metrics {
-                self.buffered_rows += rows_of(r);
+        let message = match message {
+            Some(Message::Report(r)) => self.deduplicate(*r).map(|r| Message::Report(Box::new(r))),
+            Some(Message::Mention(m)) => {
+                if self.mention_keys.insert(m.mention_key.clone()) {
+                    Some(Message::Mention(m))
+                } else {
+                    self.summary.duplicates += 1;
+                    None
+                }
             }
-            self.buffered_keys
-                .insert(r.report_key.clone(), self.buffer.len());
+            None => None,
+        };
+        if let Some(m) = &message {
+            if tables.contains(Table::Metrics) {
+                self.buffered_rows += rows_of(m);
+            }
+            if let Message::Report(r) = m {
+                self.buffered_keys
+                    .insert(r.report_key.clone(), self.buffer.len());
+            }
         }
         // Every message is buffered, report or not, so its offset is recorded in the lake.
         // Offsets only grow past `buffered_to` here (smaller ones were skipped above).
@@ -250,7 +284,7 @@ impl Ledger {
         self.buffer.push(Pending {
             partition,
             offset,
-            report,
+            message,
             tables,
         });
         self.oldest.get_or_insert(now);
@@ -266,7 +300,7 @@ impl Ledger {
             Seen::Original
         };
         if let Some(&i) = self.buffered_keys.get(&report.report_key) {
-            let held = self.buffer.get_mut(i).and_then(|p| p.report.as_mut());
+            let held = self.buffer.get_mut(i).and_then(Pending::report_mut);
             match held {
                 Some(held) if held.quoted && incoming == Seen::Original => {
                     self.summary.replaced_quoted += 1;
@@ -316,6 +350,12 @@ impl Ledger {
         self.progress.clear();
         self.lake.refresh().await?;
         self.lake_keys = load_keys(&self.lake).await?;
+        self.mention_keys = self.lake.mention_keys().await?;
+        self.mention_keys
+            .extend(self.buffer.iter().filter_map(|p| match &p.message {
+                Some(Message::Mention(m)) => Some(m.mention_key.clone()),
+                _ => None,
+            }));
         Ok(())
     }
 
@@ -342,6 +382,12 @@ impl Ledger {
     /// buffer; returns how many were dropped.
     fn retain_buffer(&mut self, keep: impl Fn(&Pending) -> bool) -> usize {
         let before = self.buffer.len();
+        // A mention dropped here is not in the lake: when it comes again, it is new.
+        for p in self.buffer.iter().filter(|p| !keep(p)) {
+            if let Some(Message::Mention(m)) = &p.message {
+                self.mention_keys.remove(&m.mention_key);
+            }
+        }
         self.buffer.retain(|p| keep(p));
         let dropped = before - self.buffer.len();
         if dropped > 0 {
@@ -360,13 +406,16 @@ impl Ledger {
             .buffer
             .iter()
             .enumerate()
-            .filter_map(|(i, p)| p.report.as_ref().map(|r| (r.report_key.clone(), i)))
+            .filter_map(|(i, p)| match &p.message {
+                Some(Message::Report(r)) => Some((r.report_key.clone(), i)),
+                _ => None,
+            })
             .collect();
         self.buffered_rows = self
             .buffer
             .iter()
-            .filter(|p| p.tables.metrics)
-            .filter_map(|p| p.report.as_ref())
+            .filter(|p| p.tables.contains(Table::Metrics))
+            .filter_map(|p| p.message.as_ref())
             .map(rows_of)
             .sum();
         self.replace.retain(|k| self.buffered_keys.contains_key(k));
@@ -402,12 +451,15 @@ impl Ledger {
             if dropped > 0 {
                 tracing::warn!(dropped, "another transformer committed these offsets first");
             }
-            // What is left may already be in one of the two tables (the other writer's commit
-            // of `metrics` landed, its `reports` not yet): write only the table behind.
+            // What is left may already be in some of the tables (the other writer's commit
+            // of `metrics` landed, its `reports` not yet): write only the tables behind.
             for p in &mut self.buffer {
                 let progress = fresh.get(&p.partition).copied().unwrap_or_default();
-                p.tables.metrics &= progress.metrics.is_none_or(|m| p.offset > m);
-                p.tables.reports &= progress.reports.is_none_or(|r| p.offset > r);
+                for table in Table::ALL {
+                    if progress.covers(table, p.offset) {
+                        p.tables.remove(table);
+                    }
+                }
             }
             if self.buffer.is_empty() {
                 self.rebuild_buffer_index();
@@ -428,8 +480,12 @@ impl Ledger {
             let (batches, pending) = tokio::task::spawn_blocking(move || {
                 let mut normalizer = Normalizer::new(directions);
                 for p in &pending {
-                    if let Some(report) = &p.report {
-                        normalizer.push_into(report, p.tables);
+                    match &p.message {
+                        Some(Message::Report(report)) => normalizer.push_into(report, p.tables),
+                        Some(Message::Mention(mention)) => {
+                            normalizer.push_mention(mention, p.tables);
+                        }
+                        None => {}
                     }
                 }
                 (normalizer.finish(), pending)
@@ -441,11 +497,7 @@ impl Ledger {
 
             let replace: Vec<String> = self.replace.drain().collect();
             self.lake.delete_reports(&replace).await?;
-            match self
-                .lake
-                .commit(batches.metrics, batches.reports, &txns)
-                .await
-            {
+            match self.lake.commit(batches, &txns).await {
                 Ok(()) => break (last, pending, metric_rows),
                 // Two members held a partition at once across a rebalance and the other one
                 // committed first. Delta refused this commit (that is what the `txn` is for);
@@ -467,25 +519,23 @@ impl Ledger {
         self.summary.commits += 1;
         self.summary.metric_rows += metric_rows;
         for p in pending {
-            if let Some(report) = p.report {
-                self.summary.reports += 1;
-                let seen = if report.quoted {
-                    Seen::Quoted
-                } else {
-                    Seen::Original
-                };
-                self.lake_keys.insert(report.report_key, seen);
+            match p.message {
+                Some(Message::Report(report)) => {
+                    self.summary.reports += 1;
+                    let seen = if report.quoted {
+                        Seen::Quoted
+                    } else {
+                        Seen::Original
+                    };
+                    self.lake_keys.insert(report.report_key, seen);
+                }
+                Some(Message::Mention(_)) => self.summary.mentions += 1,
+                None => {}
             }
         }
         let mut committed = BTreeMap::new();
         for (&partition, &offset) in &last {
-            self.progress.insert(
-                partition,
-                Progress {
-                    metrics: Some(offset),
-                    reports: Some(offset),
-                },
-            );
+            self.progress.insert(partition, Progress::up_to(offset));
             committed.insert(partition, offset + 1);
         }
         self.buffered_keys.clear();
@@ -587,7 +637,7 @@ mod tests {
     /// Runs SQL over the lake's tables, read with delta-rs directly.
     async fn scalar(lake: &Path, sql: &str) -> i64 {
         let ctx = SessionContext::new();
-        for name in ["metrics", "reports"] {
+        for name in ["metrics", "reports", "failures", "mentions"] {
             let url = deltalake::ensure_table_uri(lake.join(name).to_string_lossy())
                 .unwrap_or_else(|e| panic!("{e}"));
             let table = deltalake::open_table(url)
@@ -620,7 +670,7 @@ mod tests {
     }
 
     fn rows(report: &Report) -> i64 {
-        i64::try_from(rows_of(report)).unwrap_or(i64::MAX)
+        i64::try_from(rows_of(&Message::Report(Box::new(report.clone())))).unwrap_or(i64::MAX)
     }
 
     #[tokio::test(flavor = "multi_thread")]
@@ -633,10 +683,8 @@ mod tests {
         assert_eq!(flush(&mut ledger).await, BTreeMap::from([(0, 5)]));
         assert_eq!(
             progress(&ledger, 0).await,
-            Progress {
-                metrics: Some(4),
-                reports: Some(4)
-            }
+            Progress::up_to(4),
+            "every table records the last offset"
         );
         // The five seeds hold 560 observations (the pipeline test reads the same number).
         assert_eq!(
@@ -788,5 +836,118 @@ mod tests {
         assert_eq!(flush(&mut ledger).await, BTreeMap::from([(0, 1)]));
         assert_eq!(progress(&ledger, 0).await.resume_at(), 1);
         assert_eq!(scalar(dir.path(), "SELECT count(*) FROM reports").await, 0);
+    }
+
+    /// The parsed messages of the corpus mail at `index`.
+    fn corpus(index: u64) -> Vec<Message> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz");
+        let file = lkplake_ingest::source::InputFile::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        let message = file
+            .messages()
+            .find(|m| m.index == index)
+            .unwrap_or_else(|| panic!("no message {index}"));
+        match parse_message(&message.bytes, &Source::file("corpus", index)) {
+            Ok(Parsed::Reports(reports)) => reports
+                .into_iter()
+                .map(|r| Message::Report(Box::new(r)))
+                .collect(),
+            Ok(Parsed::Mention { mention, reports }) => reports
+                .into_iter()
+                .map(|r| Message::Report(Box::new(r)))
+                .chain([Message::Mention(mention)])
+                .collect(),
+            other => panic!("{index}: {other:?}"),
+        }
+    }
+
+    fn wire(message: &Message) -> Vec<u8> {
+        serde_json::to_vec(message).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_version_1_message_is_still_read() {
+        // Produced by the version 1 parser from seed 000 (a 66-row, two-commit table).
+        let v1 = include_bytes!("../tests/fixtures/report-v1.json");
+        let decoded: serde_json::Value = serde_json::from_slice(v1).unwrap_or_default();
+        assert_eq!(decoded["schema_version"], 1);
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut ledger = ledger(dir.path()).await;
+        accept(&mut ledger, 0, 0, v1).await;
+        flush(&mut ledger).await;
+        assert_eq!(ledger.summary().undecodable, 0);
+        assert_eq!(ledger.summary().reports, 1);
+        assert_eq!(
+            scalar(dir.path(), "SELECT count(*) FROM metrics").await,
+            132
+        );
+        assert_eq!(
+            scalar(
+                dir.path(),
+                "SELECT count(*) FROM reports WHERE kind = 'improvement'"
+            )
+            .await,
+            1
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_functional_report_fills_failures_and_reports_but_not_metrics() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut ledger = ledger(dir.path()).await;
+        // Corpus mail 187: two fail:runs rows over two commit columns.
+        for (offset, message) in (0..).zip(corpus(187)) {
+            accept(&mut ledger, 0, offset, &wire(&message)).await;
+        }
+        flush(&mut ledger).await;
+        assert_eq!(scalar(dir.path(), "SELECT count(*) FROM failures").await, 4);
+        assert_eq!(scalar(dir.path(), "SELECT count(*) FROM metrics").await, 0);
+        assert_eq!(
+            scalar(
+                dir.path(),
+                "SELECT count(*) FROM reports WHERE kind = 'failure' AND rows = 0"
+            )
+            .await,
+            1
+        );
+        assert_eq!(
+            scalar(
+                dir.path(),
+                "SELECT sum(fail) FROM failures WHERE role = 'head' AND reproduction_pct = 67 AND is_headline"
+            )
+            .await,
+            6,
+            "the headline failure failed 6 of 6 runs at the head commit"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_mention_is_kept_once_and_adds_no_metrics_even_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let messages = corpus(506);
+        let [Message::Mention(_)] = messages.as_slice() else {
+            panic!("0506 quotes two rows and the opening: one mention, no report");
+        };
+        let payload = wire(&messages[0]);
+        let mut first = ledger(dir.path()).await;
+        accept(&mut first, 0, 0, &payload).await;
+        accept(&mut first, 0, 1, &payload).await;
+        flush(&mut first).await;
+        assert_eq!(first.summary().mentions, 1);
+        assert_eq!(first.summary().duplicates, 1);
+        let mut restarted = ledger(dir.path()).await;
+        accept(&mut restarted, 0, 2, &payload).await;
+        flush(&mut restarted).await;
+        assert_eq!(restarted.summary().duplicates, 1);
+        assert_eq!(scalar(dir.path(), "SELECT count(*) FROM mentions").await, 1);
+        assert_eq!(scalar(dir.path(), "SELECT count(*) FROM metrics").await, 0);
+        assert_eq!(
+            scalar(
+                dir.path(),
+                "SELECT count(*) FROM mentions WHERE cardinality(rows) = 2"
+            )
+            .await,
+            1
+        );
     }
 }

@@ -1,16 +1,19 @@
-//! Normalization: reports into Arrow record batches of the lake's `metrics` and `reports`
-//! tables. Pure CPU work, run off the async runtime by the caller.
+//! Normalization: reports and mentions into Arrow record batches of the lake's `metrics`,
+//! `failures`, `mentions` and `reports` tables. Pure CPU work, run off the async runtime by
+//! the caller.
 
 use arrow::array::{
-    ArrayRef, BooleanBuilder, Float64Builder, RecordBatch, StringBuilder,
+    ArrayRef, BooleanBuilder, Float64Builder, ListBuilder, RecordBatch, StringBuilder,
     TimestampMicrosecondBuilder, UInt32Builder,
 };
 use arrow::compute::{SortColumn, lexsort_to_indices, take_record_batch};
+use arrow::datatypes::{DataType, Field};
 use arrow::error::ArrowError;
+use lkplake_lake::{Batches, Table};
 use lkplake_schemas::key::canonical_params;
 use lkplake_schemas::metric::{DirectionTable, program};
-use lkplake_schemas::tables::{METRICS, REPORTS};
-use lkplake_schemas::{Report, Test};
+use lkplake_schemas::tables::{FAILURES, MENTIONS, METRICS, REPORTS};
+use lkplake_schemas::{Mention, Report, Test};
 use std::sync::Arc;
 
 /// The role of a commit column: the base, the commit under test, or a commit in between
@@ -40,6 +43,72 @@ struct MetricColumns {
     direction: StringBuilder,
     is_headline: BooleanBuilder,
     report_key: StringBuilder,
+}
+
+#[derive(Debug, Default)]
+struct FailureColumns {
+    time: TimestampMicrosecondBuilder,
+    testcase: StringBuilder,
+    machine: StringBuilder,
+    params: StringBuilder,
+    metric: StringBuilder,
+    commit: StringBuilder,
+    role: StringBuilder,
+    fail: UInt32Builder,
+    runs: UInt32Builder,
+    reproduction_pct: Float64Builder,
+    is_headline: BooleanBuilder,
+    report_key: StringBuilder,
+}
+
+/// A list of strings, its items nullable as the `mentions` schema declares them.
+fn string_list() -> ListBuilder<StringBuilder> {
+    ListBuilder::new(StringBuilder::new()).with_field(Arc::new(Field::new(
+        "item",
+        DataType::Utf8,
+        true,
+    )))
+}
+
+#[derive(Debug)]
+struct MentionColumns {
+    mention_key: StringBuilder,
+    message_id: StringBuilder,
+    in_reply_to: StringBuilder,
+    references: ListBuilder<StringBuilder>,
+    date: TimestampMicrosecondBuilder,
+    sender: StringBuilder,
+    subject: StringBuilder,
+    commit: StringBuilder,
+    testcase: StringBuilder,
+    machine: StringBuilder,
+    kind: StringBuilder,
+    metric: StringBuilder,
+    change_pct: Float64Builder,
+    rows: ListBuilder<StringBuilder>,
+    source: StringBuilder,
+}
+
+impl Default for MentionColumns {
+    fn default() -> Self {
+        Self {
+            mention_key: StringBuilder::new(),
+            message_id: StringBuilder::new(),
+            in_reply_to: StringBuilder::new(),
+            references: string_list(),
+            date: TimestampMicrosecondBuilder::new(),
+            sender: StringBuilder::new(),
+            subject: StringBuilder::new(),
+            commit: StringBuilder::new(),
+            testcase: StringBuilder::new(),
+            machine: StringBuilder::new(),
+            kind: StringBuilder::new(),
+            metric: StringBuilder::new(),
+            change_pct: Float64Builder::new(),
+            rows: string_list(),
+            source: StringBuilder::new(),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -73,41 +142,38 @@ struct ReportColumns {
     source: StringBuilder,
 }
 
-/// Which tables a report's rows go to.
+/// Which tables a message's rows go to: the lake's tables it is not yet in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tables {
-    /// Its measurements go to `metrics`.
-    pub metrics: bool,
-    /// Its header row goes to `reports`.
-    pub reports: bool,
-}
+pub struct Tables([bool; 4]);
 
 impl Tables {
-    /// A report new to the lake: both.
-    pub const BOTH: Tables = Tables {
-        metrics: true,
-        reports: true,
-    };
+    /// A message new to the lake: every table.
+    pub const ALL: Tables = Tables([true; 4]);
+
+    /// Whether rows go to `table`.
+    pub fn contains(self, table: Table) -> bool {
+        self.0[index(table)]
+    }
+
+    /// No rows go to `table` (it already holds them).
+    pub fn remove(&mut self, table: Table) {
+        self.0[index(table)] = false;
+    }
 }
 
-/// Both tables' rows for a set of reports.
-#[derive(Debug)]
-pub struct Batches {
-    /// Sorted by testcase, machine, metric, params, time: rows of one series sit together,
-    /// which is what compresses and what queries prune on.
-    pub metrics: RecordBatch,
-    /// One row per report.
-    pub reports: RecordBatch,
+fn index(table: Table) -> usize {
+    Table::ALL.iter().position(|t| *t == table).unwrap_or(0)
 }
 
-/// Accumulates reports into column builders.
+/// Accumulates reports and mentions into column builders.
 #[derive(Debug, Default)]
 pub struct Normalizer {
     directions: DirectionTable,
     metrics: MetricColumns,
+    failures: FailureColumns,
+    mentions: MentionColumns,
     reports: ReportColumns,
     metric_rows: usize,
-    report_rows: usize,
 }
 
 impl Normalizer {
@@ -124,21 +190,77 @@ impl Normalizer {
         self.metric_rows
     }
 
-    /// Buffers a report's rows for both tables.
+    /// Buffers a report's rows for every table.
     pub fn push(&mut self, report: &Report) {
-        self.push_into(report, Tables::BOTH);
+        self.push_into(report, Tables::ALL);
     }
 
-    /// Adds a report's rows to the chosen tables only (a replay after a crash between the two
-    /// tables' commits completes the one that is missing).
+    /// Adds a report's rows to the chosen tables only (a replay after a crash between two
+    /// tables' commits completes the ones that are missing).
     pub fn push_into(&mut self, report: &Report, tables: Tables) {
         let time = report.date.map(|d| d.timestamp_micros());
         for (index, test) in report.tests.iter().enumerate() {
-            if tables.metrics {
+            if tables.contains(Table::Metrics) {
                 self.push_metrics(report, test, time);
             }
-            if tables.reports {
+            if tables.contains(Table::Failures) {
+                self.push_failures(report, test, time);
+            }
+            if tables.contains(Table::Reports) {
                 self.push_report(report, index, test, time);
+            }
+        }
+    }
+
+    /// Adds a mention's row, if `mentions` does not hold it yet.
+    pub fn push_mention(&mut self, mention: &Mention, tables: Tables) {
+        if !tables.contains(Table::Mentions) {
+            return;
+        }
+        let m = &mut self.mentions;
+        m.mention_key.append_value(&mention.mention_key);
+        m.message_id.append_option(mention.message_id.as_deref());
+        m.in_reply_to.append_option(mention.in_reply_to.as_deref());
+        m.references
+            .append_value(mention.references.iter().map(|r| Some(r.as_str())));
+        m.date
+            .append_option(mention.date.map(|d| d.timestamp_micros()));
+        m.sender.append_option(mention.sender.as_deref());
+        m.subject.append_option(mention.subject.as_deref());
+        m.commit.append_option(mention.commit.as_deref());
+        m.testcase.append_option(mention.testcase.as_deref());
+        m.machine.append_option(mention.machine.as_deref());
+        m.kind.append_option(mention.kind.map(|k| k.as_str()));
+        m.metric.append_option(mention.metric.as_deref());
+        m.change_pct
+            .append_option(mention.change_pct.map(unsigned_zero));
+        m.rows
+            .append_value(mention.rows.iter().map(|r| Some(r.as_str())));
+        m.source.append_value(mention.source.to_string());
+    }
+
+    fn push_failures(&mut self, report: &Report, test: &Test, time: Option<i64>) {
+        let params = canonical_params(&test.params);
+        let headline = test.headline.as_ref().map(|h| h.metric.as_str());
+        let columns = test.commits.len();
+        let f = &mut self.failures;
+        for failure in &test.failures {
+            for (column, runs) in failure.columns.iter().enumerate() {
+                f.time.append_option(time);
+                f.testcase.append_value(&test.testcase);
+                f.machine.append_value(&test.tbox_group);
+                f.params.append_value(&params);
+                f.metric.append_value(&failure.metric);
+                f.commit
+                    .append_value(test.commits.get(column).map_or("", String::as_str));
+                f.role.append_value(role(column, columns));
+                f.fail.append_value(runs.fail);
+                f.runs.append_value(runs.runs);
+                f.reproduction_pct
+                    .append_option(runs.reproduction_pct.map(unsigned_zero));
+                f.is_headline
+                    .append_value(headline == Some(failure.metric.as_str()));
+                f.report_key.append_value(&report.report_key);
             }
         }
     }
@@ -210,7 +332,6 @@ impl Normalizer {
             .append_value(u32::try_from(test.rows.len()).unwrap_or(u32::MAX));
         r.quoted.append_value(report.quoted);
         r.source.append_value(report.source.to_string());
-        self.report_rows += 1;
     }
 
     /// Takes the buffered rows as sorted batches and resets the buffers.
@@ -265,13 +386,49 @@ impl Normalizer {
             Arc::new(r.source.finish()),
         ];
         let reports = RecordBatch::try_new(REPORTS.clone(), report_columns)?;
+        let f = &mut self.failures;
+        let failure_columns: Vec<ArrayRef> = vec![
+            Arc::new(f.time.finish().with_timezone("UTC")),
+            Arc::new(f.testcase.finish()),
+            Arc::new(f.machine.finish()),
+            Arc::new(f.params.finish()),
+            Arc::new(f.metric.finish()),
+            Arc::new(f.commit.finish()),
+            Arc::new(f.role.finish()),
+            Arc::new(f.fail.finish()),
+            Arc::new(f.runs.finish()),
+            Arc::new(f.reproduction_pct.finish()),
+            Arc::new(f.is_headline.finish()),
+            Arc::new(f.report_key.finish()),
+        ];
+        let failures = RecordBatch::try_new(FAILURES.clone(), failure_columns)?;
+        let m = &mut self.mentions;
+        let mention_columns: Vec<ArrayRef> = vec![
+            Arc::new(m.mention_key.finish()),
+            Arc::new(m.message_id.finish()),
+            Arc::new(m.in_reply_to.finish()),
+            Arc::new(m.references.finish()),
+            Arc::new(m.date.finish().with_timezone("UTC")),
+            Arc::new(m.sender.finish()),
+            Arc::new(m.subject.finish()),
+            Arc::new(m.commit.finish()),
+            Arc::new(m.testcase.finish()),
+            Arc::new(m.machine.finish()),
+            Arc::new(m.kind.finish()),
+            Arc::new(m.metric.finish()),
+            Arc::new(m.change_pct.finish()),
+            Arc::new(m.rows.finish()),
+            Arc::new(m.source.finish()),
+        ];
+        let mentions = RecordBatch::try_new(MENTIONS.clone(), mention_columns)?;
         self.metric_rows = 0;
-        self.report_rows = 0;
+        // Sorted by testcase, machine, metric, params, time: rows of one series sit together,
+        // which is what compresses and what queries prune on.
+        let series = ["testcase", "machine", "metric", "params", "time"];
         Ok(Batches {
-            metrics: sort_by(
-                &metrics,
-                &["testcase", "machine", "metric", "params", "time"],
-            )?,
+            metrics: sort_by(&metrics, &series)?,
+            failures: sort_by(&failures, &series)?,
+            mentions,
             reports,
         })
     }

@@ -6,25 +6,38 @@
 //! and every kind of archive damage then reduces to one grammar: line breaks, indentation and
 //! collapsed whitespace stop mattering.
 
+mod mention;
 mod prose;
 pub(crate) mod table;
 
 use crate::decode::{Document, decode};
 use crate::error::ParseError;
 use lkplake_schemas::key::report_key;
-use lkplake_schemas::{Commit, Report, SCHEMA_VERSION, Source, Test};
+use lkplake_schemas::{Commit, Headline, Kind, Mention, Report, SCHEMA_VERSION, Source, Test};
 use prose::{Prose, parse_axes};
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 use table::Tokens;
+
+/// The partition value of `machine` for a functional report that prints no parameter header
+/// (its test box group is not named anywhere in the mail).
+pub const UNKNOWN_MACHINE: &str = "unknown";
 
 /// What one message turned out to be.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Parsed {
     /// One or more reports (usually one; a reply can also quote one).
     Reports(Vec<Report>),
-    /// Not a performance report: a patch, a build-failure report, discussion, or a reply that
-    /// quotes only a fragment of a report.
+    /// A reply that cites a report: its opening sentence or some of its rows. `reports` holds
+    /// the complete tables it quotes, if any (they are copies, recognised by their key).
+    Mention {
+        /// The mail and what it cites.
+        mention: Box<Mention>,
+        /// Reports the mail quotes whole.
+        reports: Vec<Report>,
+    },
+    /// Not a report and not a reply that cites one: a patch, a build-failure report,
+    /// discussion.
     NotAReport,
 }
 
@@ -38,19 +51,24 @@ pub fn parse_document(doc: &Document, source: &Source) -> Result<Parsed, ParseEr
     // Most mail on a list is not a report: one substring scan settles it before any
     // allocation.
     let body = doc.body.as_bytes();
-    if memchr::memmem::find(body, b"%stddev").is_none()
-        && memchr::memmem::find(body, b"Details are as below").is_none()
-    {
+    let has = |needle: &[u8]| memchr::memmem::find(body, needle).is_some();
+    if !has(b"%stddev") && !has(b"fail:runs") && !has(b"noticed") && !has(b"Details are as below") {
         return not_a_report(doc);
     }
     let streams = quote_streams(&doc.body);
+    // `commit:` lines of every depth: a follow-up that quotes the report names its commit
+    // only in the quoted part.
+    let commit_lines: Vec<Commit> = streams
+        .iter()
+        .filter_map(|(_, text)| prose::commit_line(text))
+        .collect();
     let mut reports: Vec<Report> = Vec::new();
     let mut first_error = None;
     for (depth, text) in &streams {
-        if !text.contains("%stddev") {
+        if !text.contains("%stddev") && !text.contains("fail:runs") {
             continue;
         }
-        match parse_stream(text, *depth, doc, source) {
+        match parse_stream(text, *depth, doc, source, &commit_lines) {
             Ok(None) => {}
             Ok(Some(report)) => {
                 if !reports.iter().any(|r| r.report_key == report.report_key) {
@@ -66,6 +84,16 @@ pub fn parse_document(doc: &Document, source: &Source) -> Result<Parsed, ParseEr
         && reports.is_empty()
     {
         return Err(e);
+    }
+    // A mail with a report of its own is that report; one that only quotes is a reply.
+    if reports.iter().any(|r| !r.quoted) {
+        return Ok(Parsed::Reports(reports));
+    }
+    if let Some(mention) = mention::read(doc, &streams, source) {
+        return Ok(Parsed::Mention {
+            mention: Box::new(mention),
+            reports,
+        });
     }
     if !reports.is_empty() {
         return Ok(Parsed::Reports(reports));
@@ -126,8 +154,11 @@ fn quote_streams(body: &str) -> Vec<(usize, String)> {
     streams
 }
 
-static STATS_HEADER: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(r"%stddev(?: %change %stddev)+").unwrap_or_else(|e| unreachable!("{e}"))
+/// The header of a comparison table (`%stddev %change %stddev`) or of a failure table
+/// (`fail:runs %reproduction fail:runs`), one `%stddev` or `fail:runs` per commit column.
+static TABLE_HEADER: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"%stddev(?: %change %stddev)+|fail:runs(?: %reproduction fail:runs)+")
+        .unwrap_or_else(|e| unreachable!("{e}"))
 });
 
 const CONTINUATION: &str = "more details following above table FYI>";
@@ -153,17 +184,47 @@ fn parse_stream(
     depth: usize,
     doc: &Document,
     source: &Source,
+    commit_lines: &[Commit],
 ) -> Result<Option<Report>, ParseError> {
     let tokens = Tokens::new(text);
     let mut details = Vec::new();
     let mut searched_from = 0;
-    for header in STATS_HEADER.find_iter(text) {
+    let headers: Vec<regex::Match<'_>> = TABLE_HEADER.find_iter(text).collect();
+    for (i, header) in headers.iter().enumerate() {
         if header.start() < searched_from {
             continue;
         }
-        let (detail, rows_end) = parse_detail(text, &tokens, searched_from, header)?;
+        let failures_only = header.as_str().starts_with("fail:runs");
+        // A failure block printed inside a comparison table, between its dash rule and its
+        // `%stddev` header, is read with that table.
+        if failures_only
+            && let Some(next) = headers.get(i + 1)
+            && !next.as_str().starts_with("fail:runs")
+            && !text[header.end()..next.start()]
+                .split(' ')
+                .any(is_dash_rule)
+        {
+            continue;
+        }
+        let (detail, rows_end) = parse_detail(text, &tokens, searched_from, *header)?;
         details.push(detail);
         searched_from = tokens.offsets.get(rows_end).copied().unwrap_or(text.len());
+    }
+    let functional = details.iter().all(|d| d.rows.is_empty());
+    // A functional report without a parameter header still names its suite.
+    if functional && let Some(testcase) = prose::testcase_line(text) {
+        for detail in details.iter_mut().filter(|d| d.test.is_none()) {
+            detail.test = Some(Test {
+                testcase: testcase.to_owned(),
+                tbox_group: UNKNOWN_MACHINE.to_owned(),
+                machine: Default::default(),
+                params: BTreeMap::new(),
+                headline: None,
+                commits: detail.commits.iter().map(|c| c.id.clone()).collect(),
+                rows: Vec::new(),
+                failures: Vec::new(),
+            });
+        }
     }
     let (mut tests, orphans): (Vec<Detail>, Vec<Detail>) =
         details.into_iter().partition(|d| d.test.is_some());
@@ -196,12 +257,15 @@ fn parse_stream(
         .cloned()
         .ok_or(ParseError::MissingCommits)?;
 
-    let first_axes = prose::first_axes_offset(text).unwrap_or(text.len());
-    let prose = Prose::read(&text[..first_axes], doc.subject.as_deref());
-    let commit = match &prose.commit {
-        Some(c) if prefix_match(&c.id, &last_commit.id) => c.clone(),
-        _ => last_commit,
+    // A functional report may print its table before the opening sentence.
+    let first_axes = if functional {
+        text.len()
+    } else {
+        prose::first_axes_offset(text).unwrap_or(text.len())
     };
+    let prose = Prose::read(&text[..first_axes], doc.subject.as_deref());
+    let (commit, column) =
+        commit_of_report(&prose, doc, commit_lines, &main.commits).unwrap_or((last_commit, 1));
     let mut extra = prose.additional.iter();
     let mut merged: Vec<Test> = Vec::with_capacity(tests.len());
     for (i, detail) in tests.into_iter().enumerate() {
@@ -212,10 +276,14 @@ fn parse_stream(
         test.failures = detail.failures;
         if i == 0 {
             test.machine = prose.machine.clone();
-            test.headline = prose.headline_for(&test.rows);
+            test.headline = if functional {
+                prose::stated_failure(text).and_then(|f| failure_headline(&test, f, column))
+            } else {
+                prose.headline_for(&test.rows, column)
+            };
         } else if let Some(entry) = extra.next() {
             test.machine = entry.machine.clone();
-            test.headline = entry.headline_for(&test.rows);
+            test.headline = entry.headline_for(&test.rows, column);
         }
         // The same test over the same commits printed twice (an excerpt in the body, the full
         // table attached) is one measurement.
@@ -243,7 +311,11 @@ fn parse_stream(
             .or(prose.canonical_message_id.clone()),
         date,
         subject: doc.subject.clone(),
-        kind: prose.kind,
+        kind: if functional {
+            prose::stated_failure(text).map(|_| Kind::Failure)
+        } else {
+            prose.kind
+        },
         headline,
         commit,
         base_commit,
@@ -254,6 +326,63 @@ fn parse_stream(
     };
     report.report_key = report_key(&report);
     Ok(Some(report))
+}
+
+/// The commit a report is about and its column: its `commit:` line, else its subject's id,
+/// else a `commit:` line quoted at another depth (a follow-up that quotes the report), each
+/// only when it names one of the columns. `None` leaves the last column.
+fn commit_of_report(
+    prose: &Prose,
+    doc: &Document,
+    commit_lines: &[Commit],
+    columns: &[Commit],
+) -> Option<(Commit, usize)> {
+    let column_of = |id: &str| columns.iter().position(|c| prefix_match(&c.id, id));
+    let subject = doc
+        .subject
+        .as_deref()
+        .and_then(prose::subject_commit)
+        .map(|id| Commit {
+            id: id.to_owned(),
+            title: None,
+        });
+    let candidates: Vec<&Commit> = prose
+        .commit
+        .iter()
+        .chain(subject.iter())
+        .chain(commit_lines)
+        .collect();
+    let column = candidates.iter().find_map(|c| column_of(&c.id))?;
+    // Every spelling of that commit: the longest id, and a title if any has one.
+    let listed = &columns[column];
+    let spellings: Vec<&Commit> = candidates
+        .into_iter()
+        .filter(|c| prefix_match(&c.id, &listed.id))
+        .chain([listed])
+        .collect();
+    let id = spellings
+        .iter()
+        .map(|c| c.id.as_str())
+        .max_by_key(|id| id.len())
+        .unwrap_or(listed.id.as_str())
+        .to_owned();
+    let title = spellings.iter().find_map(|c| c.title.clone());
+    Some((Commit { id, title }, column))
+}
+
+/// A functional report's headline: the failure its opening names (the table may prefix it,
+/// `dmesg.`), with the reproduction printed for the commit the report is about.
+fn failure_headline(test: &Test, stated: &str, column: usize) -> Option<Headline> {
+    let failure = test.failures.iter().find(|f| {
+        f.metric == stated
+            || f.metric
+                .strip_suffix(stated)
+                .is_some_and(|prefix| prefix.ends_with('.'))
+    })?;
+    Some(Headline {
+        metric: failure.metric.clone(),
+        change_pct: failure.columns.get(column)?.reproduction_pct?,
+    })
 }
 
 fn same_test(a: &Test, b: &Test) -> bool {
@@ -304,7 +433,12 @@ fn parse_detail(
 ) -> Result<(Detail, usize), ParseError> {
     let block_tok = tokens.index_at(from);
     let header_tok = tokens.index_at(header.start());
-    let columns = header.as_str().matches("%stddev").count();
+    let failures_only = header.as_str().starts_with("fail:runs");
+    let columns = if failures_only {
+        header.as_str().matches("fail:runs").count()
+    } else {
+        header.as_str().matches("%stddev").count()
+    };
     // The dash rule: the last run of exactly `columns` dash tokens before the header.
     let dash_tok = (block_tok..header_tok)
         .rev()
@@ -354,9 +488,23 @@ fn parse_detail(
         })
         .collect();
 
+    if failures_only {
+        let (failures, end) = table::failures(tokens, header_tok, columns);
+        if failures.is_empty() {
+            return Err(ParseError::EmptyTable);
+        }
+        let test = test_of(axes, &commits)?;
+        let detail = Detail {
+            test,
+            commits,
+            rows: Vec::new(),
+            failures,
+        };
+        return Ok((detail, end));
+    }
     let failures = (dash_tok + columns..header_tok)
         .find(|&i| tokens.get(i) == Some("fail:runs"))
-        .map(|i| table::failures(tokens, i, columns))
+        .map(|i| table::failures(tokens, i, columns).0)
         .unwrap_or_default();
     let stats_end = tokens.index_at(header.end());
     let (mut rows, mut rows_end) = table::rows(tokens, stats_end, columns);
@@ -376,7 +524,24 @@ fn parse_detail(
         return Err(ParseError::EmptyTable);
     }
 
-    let test = match axes {
+    let test = test_of(axes, &commits)?;
+    Ok((
+        Detail {
+            test,
+            commits,
+            rows,
+            failures,
+        },
+        rows_end,
+    ))
+}
+
+/// The test a parameter header names, if the table has one.
+fn test_of(
+    axes: Option<(Vec<(String, String)>, usize)>,
+    commits: &[Commit],
+) -> Result<Option<Test>, ParseError> {
+    Ok(match axes {
         Some((pairs, _)) => {
             let mut params: BTreeMap<String, String> = pairs.into_iter().collect();
             let testcase = params
@@ -397,14 +562,5 @@ fn parse_detail(
             })
         }
         None => None,
-    };
-    Ok((
-        Detail {
-            test,
-            commits,
-            rows,
-            failures,
-        },
-        rows_end,
-    ))
+    })
 }

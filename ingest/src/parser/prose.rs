@@ -18,6 +18,13 @@ fn re(pattern: &str) -> Regex {
 static SENTENCE: LazyLock<Regex> = LazyLock::new(|| {
     re(r"noticed an? ([+-]?[0-9]+(?:\.[0-9]+)?)% (improvement|regression) of (\S+)")
 });
+/// A functional report's opening: `kernel test robot noticed "dmesg.WARNING:..." on:`.
+static FAILURE_SENTENCE: LazyLock<Regex> = LazyLock::new(|| re(r#"noticed "([^" ]{1,400})" on"#));
+/// The commit id in a report's subject: `[linus:master] [mm]  01b9da291c: ...`.
+static SUBJECT_COMMIT: LazyLock<Regex> = LazyLock::new(|| re(r"\] +([0-9a-f]{7,40}):"));
+/// `in testcase: netperf` (older reports) or `testcase: netperf` (newer ones).
+static TESTCASE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?:^| )testcase: ([A-Za-z0-9_.-]+)(?: |$)"));
 static SUBJECT: LazyLock<Regex> =
     LazyLock::new(|| re(r"(\S+) ([+-]?[0-9]+(?:\.[0-9]+)?)% (improvement|regression)\b"));
 static SUBJECT_BRANCH: LazyLock<Regex> = LazyLock::new(|| re(r"\[([\w.+-]+:[\w./+-]+)\]"));
@@ -67,13 +74,13 @@ impl StatedHeadline {
 
     /// The headline signed as the table prints it: from the metric's row when the table has
     /// one, else from the prose, signing an unsigned number by the metric's direction.
-    fn resolve(&self, rows: &[Row]) -> Headline {
-        // The prose speaks of the original comparison, base against the reported commit: the
-        // first change column, also in a follow-up's table with more commits.
+    /// `column` holds the commit the prose speaks of: in a follow-up with more commits (a
+    /// fix-up, a tag) that is not the last one.
+    fn resolve(&self, rows: &[Row], column: usize) -> Headline {
         let from_table = rows
             .iter()
             .find(|r| r.metric == self.metric)
-            .and_then(|r| r.values.get(1).and_then(|v| v.change));
+            .and_then(|r| r.values.get(column).and_then(|v| v.change));
         let change_pct = from_table.unwrap_or_else(|| {
             if self.signed {
                 return self.change_pct;
@@ -105,8 +112,8 @@ pub(crate) struct AdditionalTest {
 }
 
 impl AdditionalTest {
-    pub fn headline_for(&self, rows: &[Row]) -> Option<Headline> {
-        self.headline.as_ref().map(|h| h.resolve(rows))
+    pub fn headline_for(&self, rows: &[Row], column: usize) -> Option<Headline> {
+        self.headline.as_ref().map(|h| h.resolve(rows, column))
     }
 }
 
@@ -164,9 +171,62 @@ impl Prose {
         prose
     }
 
-    pub fn headline_for(&self, rows: &[Row]) -> Option<Headline> {
-        self.headline.as_ref().map(|h| h.resolve(rows))
+    pub fn headline_for(&self, rows: &[Row], column: usize) -> Option<Headline> {
+        self.headline.as_ref().map(|h| h.resolve(rows, column))
     }
+}
+
+/// The failure a functional report's opening names (`noticed "X" on:`).
+pub(crate) fn stated_failure(text: &str) -> Option<&str> {
+    FAILURE_SENTENCE
+        .captures(text)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str())
+}
+
+/// The commit id a report's subject names.
+pub(crate) fn subject_commit(subject: &str) -> Option<&str> {
+    SUBJECT_COMMIT
+        .captures(subject)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str())
+}
+
+/// The commit of a `commit: <id> ("title")` line.
+pub(crate) fn commit_line(text: &str) -> Option<Commit> {
+    HEAD_COMMIT.captures(text).map(|c| Commit {
+        id: c[1].to_owned(),
+        title: Some(c[2].to_owned()),
+    })
+}
+
+/// The test suite of an `in testcase: x` line (not the `testcase: change` column of the
+/// "In addition to that" box).
+pub(crate) fn testcase_line(text: &str) -> Option<&str> {
+    TESTCASE
+        .captures_iter(text)
+        .filter_map(|c| c.get(1))
+        .map(|m| m.as_str())
+        .find(|t| *t != "change")
+}
+
+/// The opening sentence's metric, change as printed and verdict, else the subject's.
+pub(crate) fn stated(text: &str, subject: Option<&str>) -> Option<(String, f64, Kind)> {
+    let from = |c: regex::Captures<'_>, metric: usize, change: usize, kind: usize| {
+        let h = StatedHeadline::new(&c[metric], &c[change], &c[kind])?;
+        Some((h.metric, h.change_pct, h.kind))
+    };
+    SENTENCE
+        .captures(text)
+        .and_then(|c| from(c, 3, 1, 2))
+        .or_else(|| {
+            let c = SUBJECT.captures(subject?)?;
+            if is_metric(&c[1]) {
+                from(c, 1, 2, 3)
+            } else {
+                None
+            }
+        })
 }
 
 /// `https://git.kernel.org/.../torvalds/linux.git master` → `linus:master`; other trees as

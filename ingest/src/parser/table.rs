@@ -170,39 +170,69 @@ fn fail_runs(tok: &str) -> Option<FailRuns> {
     } else {
         fail.parse().ok()?
     };
-    Some(FailRuns { fail, runs })
+    Some(FailRuns {
+        fail,
+        runs,
+        reproduction_pct: None,
+    })
+}
+
+/// A marker the robot prints after a failure's name to refer to it from the prose:
+/// `<-------- (1)`.
+fn is_annotation(tok: &str) -> bool {
+    (tok.starts_with("<-") && tok.trim_start_matches('<').bytes().all(|b| b == b'-'))
+        || (tok.starts_with('(') && tok.ends_with(')') && tok.len() > 2 && {
+            tok[1..tok.len() - 1].bytes().all(|b| b.is_ascii_digit())
+        })
 }
 
 fn failure(tokens: &Tokens<'_>, mut i: usize, columns: usize) -> Option<(Failure, usize)> {
     let mut out = vec![fail_runs(tokens.get(i)?)?];
     i += 1;
     for _ in 1..columns {
-        // `%reproduction` is printed only when the head commit reproduces the failure.
-        if tokens
+        // `%reproduction` is printed left of a column when that commit reproduces the failure
+        // differently from the base.
+        let reproduction = tokens
             .get(i)
-            .is_some_and(|t| t.ends_with('%') && (percent(t).is_some() || change(t).is_some()))
-        {
+            .filter(|t| t.ends_with('%'))
+            .and_then(|t| percent(t).or_else(|| change(t)));
+        if reproduction.is_some() {
             i += 1;
         }
-        out.push(fail_runs(tokens.get(i)?)?);
+        let mut column = fail_runs(tokens.get(i)?)?;
+        column.reproduction_pct = reproduction;
+        out.push(column);
         i += 1;
     }
     let metric = tokens.get(i)?;
     if fail_runs(metric).is_some() || metric == "%stddev" {
         return None;
     }
+    i += 1;
+    if tokens
+        .get(i)
+        .is_some_and(|t| t.starts_with("<-") && is_annotation(t))
+    {
+        i += 1;
+        if tokens
+            .get(i)
+            .is_some_and(|t| t.starts_with('(') && is_annotation(t))
+        {
+            i += 1;
+        }
+    }
     Some((
         Failure {
             metric: metric.to_owned(),
             columns: out,
         },
-        i + 1,
+        i,
     ))
 }
 
 /// The rows of a `fail:runs %reproduction fail:runs` table starting at token `i` (the first
-/// `fail:runs`).
-pub(crate) fn failures(tokens: &Tokens<'_>, mut i: usize, columns: usize) -> Vec<Failure> {
+/// `fail:runs`), and the token index after the last.
+pub(crate) fn failures(tokens: &Tokens<'_>, mut i: usize, columns: usize) -> (Vec<Failure>, usize) {
     while tokens
         .get(i)
         .is_some_and(|t| t == "fail:runs" || t == "%reproduction" || t.chars().all(|c| c == '|'))
@@ -214,7 +244,33 @@ pub(crate) fn failures(tokens: &Tokens<'_>, mut i: usize, columns: usize) -> Vec
         out.push(failure);
         i = next;
     }
-    out
+    (out, i)
+}
+
+/// True when a line (quote marks removed) reads as one row of a comparison or failure table:
+/// numbers, changes and `±` spreads, then the metric name last.
+pub(crate) fn is_row_line(line: &str) -> bool {
+    let tokens: Vec<&str> = line.split_whitespace().collect();
+    let Some((metric, cells)) = tokens.split_last() else {
+        return false;
+    };
+    let numeric = |t: &&str| {
+        number(t).is_some()
+            || change(t).is_some()
+            || percent(t).is_some()
+            || fail_runs(t).is_some()
+            || PLUS_MINUS.contains(t)
+            || PLUS_MINUS
+                .iter()
+                .any(|m| t.strip_prefix(m).and_then(percent).is_some())
+    };
+    cells.len() >= 2
+        && is_metric(metric)
+        && metric.contains(['.', ':'])
+        && cells
+            .first()
+            .is_some_and(|t| number(t).is_some() || fail_runs(t).is_some())
+        && cells.iter().all(numeric)
 }
 
 #[cfg(test)]
@@ -306,13 +362,24 @@ mod tests {
         let tokens = Tokens::new(
             "fail:runs %reproduction fail:runs | | | :6 33% 2:6 dmesg.BUG:kernel_NULL_pointer 1:6 -17% :6 kmsg.x %stddev",
         );
-        let failures = failures(&tokens, 0, 2);
+        let (failures, _) = failures(&tokens, 0, 2);
         assert_eq!(failures.len(), 2);
         assert_eq!(failures[0].metric, "dmesg.BUG:kernel_NULL_pointer");
         assert_eq!(
             failures[0].columns,
-            vec![FailRuns { fail: 0, runs: 6 }, FailRuns { fail: 2, runs: 6 }]
+            vec![
+                FailRuns {
+                    fail: 0,
+                    runs: 6,
+                    reproduction_pct: None
+                },
+                FailRuns {
+                    fail: 2,
+                    runs: 6,
+                    reproduction_pct: Some(33.0)
+                }
+            ]
         );
-        assert_eq!(failures[1].columns[0], FailRuns { fail: 1, runs: 6 });
+        assert_eq!(failures[1].columns[1].reproduction_pct, Some(-17.0));
     }
 }

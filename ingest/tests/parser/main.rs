@@ -1,9 +1,13 @@
 //! Specification of the report parser, against real reports: the five seeds, eighteen
 //! corpus mails with expected values written from reading them, the whole 2,014-mail corpus,
-//! synthetic damage applied to real reports, and property tests.
+//! its functional reports, the replies that cite reports and the follow-ups, synthetic damage
+//! applied to real reports, and property tests.
 
 mod corpus;
 mod damage;
+mod failures;
 mod fixtures;
+mod follow_ups;
+mod mentions;
 mod properties;
 mod seeds;
