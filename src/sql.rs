@@ -93,8 +93,9 @@ fn history_path() -> Option<PathBuf> {
 }
 
 const HELP: &str = "\
-End a statement with `;` (it may span lines). Tables: metrics, reports; views: comparisons,
-series, headlines (see docs/QUERY.md). \\d lists them, \\d NAME shows columns, \\q quits.";
+End a statement with `;` (it may span lines). Tables: metrics, reports, failures, mention_mails;
+views: comparisons, series, headlines, failure_comparisons, mentions, discussion (see
+docs/QUERY.md). \\d lists them, \\d NAME shows columns, \\q quits.";
 
 async fn shell(engine: &Engine, format: Format) -> anyhow::Result<()> {
     let mut editor = rustyline::DefaultEditor::new()?;

@@ -15,6 +15,7 @@ use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use lkplake_lake::{LakeTables, LakeUrl, TableHealth};
+use lkplake_schemas::tables::{FAILURES_TABLE, MENTIONS_TABLE};
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -29,6 +30,16 @@ pub const VIEWS_SQL: &str = include_str!("views.sql");
 
 /// The views' names, in the order [`VIEWS_SQL`] defines them.
 pub const VIEWS: [&str; 3] = ["comparisons", "series", "headlines"];
+
+/// The views over `failures` and `mentions`, as SQL; installed once the lake has both.
+pub const DISCUSSION_VIEWS_SQL: &str = include_str!("discussion.sql");
+
+/// The views' names, in the order [`DISCUSSION_VIEWS_SQL`] defines them.
+pub const DISCUSSION_VIEWS: [&str; 3] = ["failure_comparisons", "mentions", "discussion"];
+
+/// The name the `mentions` Delta table is served under: the `mentions` view adds the cited
+/// report to each of its rows.
+pub const MENTION_MAILS: &str = "mention_mails";
 
 /// How the engine runs queries.
 #[derive(Debug, Clone, Default)]
@@ -180,12 +191,25 @@ impl Engine {
         let scratch = SessionContext::new_with_config(session_config(&self.config));
         let mut entries = BTreeMap::new();
         for (name, provider) in providers {
+            let name = if name == MENTIONS_TABLE {
+                MENTION_MAILS
+            } else {
+                name
+            };
             let provider = crate::limit::HonorLimit::wrap(provider);
             scratch.register_table(name, Arc::clone(&provider))?;
             entries.insert(name.to_owned(), provider);
         }
-        let statements = DFParser::parse_sql_with_dialect(VIEWS_SQL, &GenericDialect {})?;
-        for (statement, view) in statements.into_iter().zip(VIEWS) {
+        let mut views: Vec<(&str, &[&str])> = vec![(VIEWS_SQL, &VIEWS)];
+        if entries.contains_key(FAILURES_TABLE) && entries.contains_key(MENTION_MAILS) {
+            views.push((DISCUSSION_VIEWS_SQL, &DISCUSSION_VIEWS));
+        }
+        let mut statements = Vec::new();
+        for (sql, names) in views {
+            let parsed = DFParser::parse_sql_with_dialect(sql, &GenericDialect {})?;
+            statements.extend(parsed.into_iter().zip(names.iter().copied()));
+        }
+        for (statement, view) in statements {
             let fail = |source: DataFusionError| QueryError::View {
                 view: view.to_owned(),
                 source: Box::new(source),
@@ -247,9 +271,8 @@ impl SchemaProvider for LakeSchema {
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_view_statement_is_named_in_order() -> Result<(), DataFusionError> {
-        let statements = DFParser::parse_sql_with_dialect(VIEWS_SQL, &GenericDialect {})?;
+    fn view_names(sql: &str) -> Result<Vec<String>, DataFusionError> {
+        let statements = DFParser::parse_sql_with_dialect(sql, &GenericDialect {})?;
         let names: Vec<String> = statements
             .iter()
             .map(|s| match s {
@@ -260,7 +283,13 @@ mod tests {
                 other => format!("not a view: {other}"),
             })
             .collect();
-        assert_eq!(names, VIEWS);
+        Ok(names)
+    }
+
+    #[test]
+    fn every_view_statement_is_named_in_order() -> Result<(), DataFusionError> {
+        assert_eq!(view_names(VIEWS_SQL)?, VIEWS);
+        assert_eq!(view_names(DISCUSSION_VIEWS_SQL)?, DISCUSSION_VIEWS);
         Ok(())
     }
 }

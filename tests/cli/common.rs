@@ -141,7 +141,7 @@ pub fn query(lake: &Path, sql: &str) -> Vec<RecordBatch> {
     runtime.block_on(async {
         // Read with delta-rs directly, not through lkplake's own lake code.
         let ctx = SessionContext::new();
-        for name in ["metrics", "reports"] {
+        for name in ["metrics", "reports", "failures", "mentions"] {
             let url = deltalake::ensure_table_uri(lake.join(name).to_string_lossy())
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
             let first_commit = lake.join(name).join("_delta_log/00000000000000000000.json");
@@ -156,10 +156,11 @@ pub fn query(lake: &Path, sql: &str) -> Vec<RecordBatch> {
                         .unwrap_or_else(|e| panic!("{name}: {e}"))
                 } else {
                     // No transformer has created the table yet: it is empty.
-                    let schema = if name == "metrics" {
-                        lkplake_schemas::tables::METRICS.clone()
-                    } else {
-                        lkplake_schemas::tables::REPORTS.clone()
+                    let schema = match name {
+                        "metrics" => lkplake_schemas::tables::METRICS.clone(),
+                        "failures" => lkplake_schemas::tables::FAILURES.clone(),
+                        "mentions" => lkplake_schemas::tables::MENTIONS.clone(),
+                        _ => lkplake_schemas::tables::REPORTS.clone(),
                     };
                     std::sync::Arc::new(
                         datafusion::datasource::MemTable::try_new(schema, vec![vec![]])

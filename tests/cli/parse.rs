@@ -97,10 +97,21 @@ fn parse_reads_stdin_and_gzipped_mbox() {
         None,
     );
     assert!(out.status.success());
-    assert_eq!(json_lines(&out).len(), 38);
+    let lines = json_lines(&out);
+    let mentions = lines
+        .iter()
+        .filter(|l| l.get("mention_key").is_some())
+        .count();
+    assert_eq!(
+        (lines.len() - mentions, mentions),
+        (45, 55),
+        "reports, then mentions"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("2014 messages: 38 reports (6 quoted copies), 1977 not reports, 0 failed"),
+        stderr.contains(
+            "2014 messages: 45 reports (7 quoted copies), 55 mentions, 1921 not reports, 0 failed"
+        ),
         "{stderr}"
     );
 }

@@ -10,11 +10,14 @@ const CORPUS: &str = "ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz";
 const SEEDS: &str = "examples/reports";
 
 /// What the lake must hold for some inputs, computed from `lkplake parse`: one report per key,
-/// the original's copy where both an original and a quoted copy exist.
+/// the original's copy where both an original and a quoted copy exist, and one mention per
+/// mail that cites a report.
 pub(crate) struct Expected {
     pub reports: usize,
     pub tests: i64,
     pub metric_rows: i64,
+    pub failure_rows: i64,
+    pub mentions: usize,
 }
 
 pub(crate) fn expected(paths: &[&str]) -> Expected {
@@ -22,7 +25,12 @@ pub(crate) fn expected(paths: &[&str]) -> Expected {
     args.extend_from_slice(paths);
     let out = lkplake(&args, None);
     let mut by_key: HashMap<String, serde_json::Value> = HashMap::new();
+    let mut mentions = std::collections::HashSet::new();
     for r in json_lines(&out) {
+        if let Some(key) = r["mention_key"].as_str() {
+            mentions.insert(key.to_owned());
+            continue;
+        }
         let key = r["report_key"].as_str().unwrap_or_default().to_owned();
         let keep_new = match by_key.get(&key) {
             None => true,
@@ -36,12 +44,15 @@ pub(crate) fn expected(paths: &[&str]) -> Expected {
         reports: by_key.len(),
         tests: 0,
         metric_rows: 0,
+        failure_rows: 0,
+        mentions: mentions.len(),
     };
     for r in by_key.values() {
         for t in r["tests"].as_array().into_iter().flatten() {
             e.tests += 1;
             let columns = t["commits"].as_array().map_or(0, Vec::len) as i64;
             e.metric_rows += t["rows"].as_array().map_or(0, Vec::len) as i64 * columns;
+            e.failure_rows += t["failures"].as_array().map_or(0, Vec::len) as i64 * columns;
         }
     }
     e
@@ -83,9 +94,24 @@ pub(crate) fn assert_lake_matches(p: &Pipeline, e: &Expected) {
         scalar_i64(&p.query("SELECT count(*) FROM metrics")),
         e.metric_rows
     );
+    // Functional reports have no metrics rows, only failures.
     assert_eq!(
-        scalar_i64(&p.query("SELECT count(DISTINCT report_key) FROM metrics")),
-        e.reports as i64
+        scalar_i64(&p.query(
+            "SELECT count(DISTINCT report_key) FROM reports WHERE rows > 0 OR kind IS DISTINCT FROM 'failure'"
+        )),
+        scalar_i64(&p.query("SELECT count(DISTINCT report_key) FROM metrics"))
+    );
+    assert_eq!(
+        scalar_i64(&p.query("SELECT count(*) FROM failures")),
+        e.failure_rows
+    );
+    assert_eq!(
+        scalar_i64(&p.query("SELECT count(*) FROM mentions")),
+        e.mentions as i64
+    );
+    assert_eq!(
+        scalar_i64(&p.query("SELECT count(DISTINCT mention_key) FROM mentions")),
+        e.mentions as i64
     );
 }
 
@@ -97,19 +123,25 @@ fn seeds_and_corpus_through_tansu_land_in_the_lake_exactly_as_parsed() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(
-            "2019 messages: 43 reports (7 quoted copies), 1977 not reports skipped, 0 dead-lettered"
+            "2019 messages: 50 reports (8 quoted copies), 55 mentions, 1921 not reports skipped, 0 dead-lettered"
         ),
         "{stderr}"
     );
     let out = p.transform_until_idle();
     let stderr = String::from_utf8_lossy(&out.stderr);
     // Messages read again after a rewind over offsets the broker skipped count as "already in
-    // the lake": the 43 messages are each read once.
-    assert_eq!(transform_summary(&stderr), (43, 38), "{stderr}");
+    // the lake": the 105 messages (50 reports, 55 mentions) are each read once.
+    assert_eq!(transform_summary(&stderr), (105, 44), "{stderr}");
 
     let e = expected(&[CORPUS, SEEDS]);
-    assert_eq!(e.reports, 38);
+    // 33 performance reports of the corpus, 6 functional ones, 5 seeds.
+    assert_eq!(e.reports, 44);
+    // 11 fail:runs rows over two columns each (failures-and-mentions.md, section 1.2).
+    assert_eq!(e.failure_rows, 22);
+    assert_eq!(e.mentions, 55);
     assert_lake_matches(&p, &e);
+    failures_as_read_by_hand(&p);
+    mentions_cite_the_reports_read_by_hand(&p);
 
     // Seed 002, read by hand: vm-scalability.throughput 2.352e+08 -> 3.164e+08, +34.5%.
     let rows = p.query(
@@ -165,6 +197,226 @@ fn seeds_and_corpus_through_tansu_land_in_the_lake_exactly_as_parsed() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("lkplake compact:"));
     assert_lake_matches(&p, &e);
+}
+
+/// Corpus mail 311, read by hand: `6:6 -100% :6 dmesg.WARNING:..._do_set_cpus_allowed_...
+/// <-------- (1)`, and mail 835, whose base column is the tag `v6.6-rc7`.
+fn failures_as_read_by_hand(p: &Pipeline) {
+    let rows = p.query(
+        "SELECT role, commit, fail, runs, reproduction_pct, is_headline FROM failures \
+         WHERE testcase = 'rcutorture' AND machine = 'vm-snb' \
+         AND metric = 'dmesg.WARNING:possible_recursive_locking_detected_migration_is_trying_to_acquire_lock:at:do_set_cpus_allowed_but_task_is_already_holding_lock:at:cpu_stopper_thread' \
+         ORDER BY role",
+    );
+    assert_eq!(column_strings(&rows, 0), vec!["base", "head"]);
+    assert_eq!(
+        column_strings(&rows, 1),
+        vec!["abfc01077df66593", "b079d93796528053cde322f2ca8"]
+    );
+    assert_eq!(column_strings(&rows, 2), vec!["6", "0"]);
+    assert_eq!(column_strings(&rows, 3), vec!["6", "6"]);
+    assert_eq!(column_strings(&rows, 4), vec!["", "-100.0"]);
+    assert_eq!(column_strings(&rows, 5), vec!["false", "false"]);
+    let rows = p.query(
+        "SELECT commit, fail, runs, reproduction_pct FROM failures \
+         WHERE testcase = 'trinity' AND machine = 'unknown' AND metric = 'dmesg.WARNING:suspicious_RCU_usage' \
+         ORDER BY role",
+    );
+    // The head column is titled `8dade3a353290abfbfd3c38279c`; the mail's `commit:` line
+    // spells it out.
+    assert_eq!(
+        column_strings(&rows, 0),
+        vec!["v6.6-rc7", "8dade3a353290abfbfd3c38279c29c3c4ecd7356"]
+    );
+    assert_eq!(column_strings(&rows, 1), vec!["0", "21"]);
+    assert_eq!(column_strings(&rows, 2), vec!["50", "50"]);
+    assert_eq!(column_strings(&rows, 3), vec!["", "42.0"]);
+    let kinds = p.query(
+        "SELECT count(DISTINCT report_key) FROM reports WHERE kind = 'failure' AND rows = 0",
+    );
+    assert_eq!(scalar_i64(&kinds), 6, "187, 311, 396, 447, 752, 835");
+}
+
+/// Which report each human reply of the corpus cites, read by hand
+/// (`ingest/tests/fixtures/failures-and-mentions.md`, section 2.2): by reply Message-ID, the
+/// cited report's Message-ID. 1139 quotes a 2022 report the corpus does not hold otherwise:
+/// it cites the quoted copy it carries itself.
+const CITES: [(&str, &str); 34] = [
+    (
+        "<agxxuHOfNLX-32kI@linux.dev>",
+        "<202605121641.b6a60cb0-lkp@intel.com>",
+    ),
+    (
+        "<agoYp1zW9afZ6uQz@linux.dev>",
+        "<202605121641.b6a60cb0-lkp@intel.com>",
+    ),
+    (
+        "<agdS5rIhcjIBVSog@linux.dev>",
+        "<202605121641.b6a60cb0-lkp@intel.com>",
+    ),
+    (
+        "<19693be6-7132-446e-b3fc-b7e9f56e5949@linux.dev>",
+        "<202605121641.b6a60cb0-lkp@intel.com>",
+    ),
+    (
+        "<93b7c3f206f158e7387cbb5f0bf5845b59b93053@linux.dev>",
+        "<202605121641.b6a60cb0-lkp@intel.com>",
+    ),
+    (
+        "<46e9f5cf-34cb-466d-a53a-5778768af4d9@linux.dev>",
+        "<202605121641.b6a60cb0-lkp@intel.com>",
+    ),
+    (
+        "<agSJ4ulNDZ17ah8H@linux.dev>",
+        "<202605121641.b6a60cb0-lkp@intel.com>",
+    ),
+    (
+        "<agSAT4ldp3dzKWPl@linux.dev>",
+        "<202605121641.b6a60cb0-lkp@intel.com>",
+    ),
+    (
+        "<0e1b8994-944d-4dda-8966-3cd43661796d@linux.dev>",
+        "<202605121641.b6a60cb0-lkp@intel.com>",
+    ),
+    (
+        "<agNO8G8tPnPuVrGq@linux.dev>",
+        "<202605121641.b6a60cb0-lkp@intel.com>",
+    ),
+    (
+        "<CAADnVQ+NKZtNxS+jBW=tMnmca18S2jfuGCR+ap1bPHYyhxy6HQ@mail.gmail.com>",
+        "<202503101254.cfd454df-lkp@intel.com>",
+    ),
+    (
+        "<7c41d8d7-7d5a-4c3d-97b3-23642e376ff9@suse.cz>",
+        "<202503101254.cfd454df-lkp@intel.com>",
+    ),
+    (
+        "<ZqF89Z4uIwnSbpAe@google.com>",
+        "<202407121335.31a10cb6-oliver.sang@intel.com>",
+    ),
+    (
+        "<vlp7oxwkvzddnslivtpaiaiuexo5r7smziuvtrjdmckszbsbgs@zib46axtkiqy>",
+        "<202407121335.31a10cb6-oliver.sang@intel.com>",
+    ),
+    (
+        "<ro4jb3noagpeb4dnacexutfqwbdfygryrpfbqa3zbnj5a32nya@jymadbhn7r3y>",
+        "<202407121335.31a10cb6-oliver.sang@intel.com>",
+    ),
+    (
+        "<Zp58t2DNWwlYQaHe@google.com>",
+        "<202407121335.31a10cb6-oliver.sang@intel.com>",
+    ),
+    (
+        "<x2vfqt3frbghlxonagfx52suetu7fod7taktrc6fnt2jwmzg6l@kbdwghkf3htr>",
+        "<202407121335.31a10cb6-oliver.sang@intel.com>",
+    ),
+    (
+        "<Zpqe6NSVBQGiS86m@google.com>",
+        "<202407121335.31a10cb6-oliver.sang@intel.com>",
+    ),
+    (
+        "<ZpWgP-h5X7GKj1ay@google.com>",
+        "<202407121335.31a10cb6-oliver.sang@intel.com>",
+    ),
+    (
+        "<ZpF-A9rl8TiuZJPZ@google.com>",
+        "<202407121335.31a10cb6-oliver.sang@intel.com>",
+    ),
+    (
+        "<20240520034933.wei3dffiuhq7uxhv@linux.dev>",
+        "<202405171353.b56b845-oliver.sang@intel.com>",
+    ),
+    (
+        "<jg2rpsollyfck5drndajpxtqbjtigtuxql4j5s66egygfrcjqa@okdilkpx5v5e>",
+        "<202405171353.b56b845-oliver.sang@intel.com>",
+    ),
+    (
+        "<pdfcrrgqz6vy6xarsw6gswtoa32wjd2gpcagmreh7ksuy66i63@dowfkmloe37q>",
+        "<202405171353.b56b845-oliver.sang@intel.com>",
+    ),
+    (
+        "<CAJD7tkbsvRpYTkrjZ8k2ArQSaU+YkF=6rqtVHdjd1ovErvUE6w@mail.gmail.com>",
+        "<202405171353.b56b845-oliver.sang@intel.com>",
+    ),
+    (
+        "<CAJD7tka0o+jn3UkXB+ZfZvRw1v+KysJbaGQvJdHcSmAhYC5TQA@mail.gmail.com>",
+        "<202401221624.cb53a8ca-oliver.sang@intel.com>",
+    ),
+    (
+        "<CAJD7tkameJBrJQxRj+ibKL6-yd-i0wyoyv2cgZdh3ZepA1p7wA@mail.gmail.com>",
+        "<202311221542.973f16ad-oliver.sang@intel.com>",
+    ),
+    (
+        "<CAJD7tkYnn6CxSJdo0QJ1hc6cFY_qWLuJ0=S6g_Pm=GBV+Ss-jw@mail.gmail.com>",
+        "<202311221542.973f16ad-oliver.sang@intel.com>",
+    ),
+    (
+        "<CAJD7tkaBnSwarz8yHu9RL_3DtaLRfjrcZ7m0YZZgHJsJdtHaZw@mail.gmail.com>",
+        "<202310202303.c68e7639-oliver.sang@intel.com>",
+    ),
+    (
+        "<CAJD7tkYXJ3vcGvteNH98tB_C7OTo718XSxL=mFsUa7kO8vzFzA@mail.gmail.com>",
+        "<202310202303.c68e7639-oliver.sang@intel.com>",
+    ),
+    (
+        "<CAJD7tka5UnHBz=eX1LtynAjJ+O_oredMKBBL3kFNfG7PHjuMCw@mail.gmail.com>",
+        "<202310202303.c68e7639-oliver.sang@intel.com>",
+    ),
+    (
+        "<ZTXLeAAI1chMamkU@feng-clx>",
+        "<202310202303.c68e7639-oliver.sang@intel.com>",
+    ),
+    (
+        "<CAJD7tkbjZri4ayBOT9rJ0yMAi__c-1SVmRh_5oXezr7U6dvALg@mail.gmail.com>",
+        "<202310202303.c68e7639-oliver.sang@intel.com>",
+    ),
+    (
+        "<CALvZod5hKvjm3WVSOGc5PpR9eNHFkt=BDmcrBe5CeWgFzP7jgQ@mail.gmail.com>",
+        "<202310202303.c68e7639-oliver.sang@intel.com>",
+    ),
+    (
+        "<daf56c43-feba-4075-1361-94b9a2dae15a@redhat.com>",
+        "<daf56c43-feba-4075-1361-94b9a2dae15a@redhat.com>",
+    ),
+];
+
+/// Through lkplake's own `mentions` and `discussion` views, as a user queries them.
+fn mentions_cite_the_reports_read_by_hand(p: &Pipeline) {
+    let sql = "SELECT m.message_id, r.message_id FROM mentions m \
+               JOIN reports r ON r.report_key = m.report_key AND r.test_index = 0";
+    let lake = p.lake.to_string_lossy().into_owned();
+    let out = p.run(&["sql", "--lake", &lake, "--format", "csv", sql]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let links: HashMap<&str, &str> = stdout
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(','))
+        .collect();
+    for (reply, cited) in CITES {
+        assert_eq!(links.get(reply), Some(&cited), "{reply} cites {cited}");
+    }
+    // Not one row a mention quotes enters `metrics`: 506 and 505 quote two rows of 507's
+    // hackbench table (`0.00 +13.7 13.72 ± 2% perf-profile.self.cycles-pp.page_counter_try_charge`);
+    // the lake holds that value once, from 507 itself.
+    let quoted = p.query(
+        "SELECT count(*) FROM metrics m JOIN reports r ON r.report_key = m.report_key AND r.test_index = 0 \
+         WHERE m.metric = 'perf-profile.self.cycles-pp.page_counter_try_charge' AND m.value = 13.72 \
+         AND r.message_id = '<202503101254.cfd454df-lkp@intel.com>'",
+    );
+    assert_eq!(scalar_i64(&quoted), 1);
+    let all = p.query(
+        "SELECT count(*) FROM metrics WHERE metric = 'perf-profile.self.cycles-pp.page_counter_try_charge' AND value = 13.72",
+    );
+    assert_eq!(scalar_i64(&all), 1);
+    // 131 got ten replies from Shakeel Butt and Qi Zheng (115-130, 92, 107).
+    let sql = "SELECT replies, repliers FROM discussion WHERE message_id = '<202605121641.b6a60cb0-lkp@intel.com>'";
+    let out = p.run(&["sql", "--lake", &lake, "--format", "csv", sql]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().nth(1),
+        Some("10,2")
+    );
 }
 
 #[test]
@@ -265,7 +517,7 @@ fn garbage_truncated_and_binary_inputs_go_to_the_dead_letter_topic_and_the_rest_
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(
-            "5 messages: 1 reports (0 quoted copies), 0 not reports skipped, 4 dead-lettered"
+            "5 messages: 1 reports (0 quoted copies), 0 mentions, 0 not reports skipped, 4 dead-lettered"
         ),
         "{stderr}"
     );
