@@ -4,7 +4,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use lkplake_ingest::source::{self, expand_paths};
 use lkplake_ingest::{Parsed, parse_message};
-use lkplake_schemas::{Mention, Report, Source};
+use lkplake_schemas::{Mention, Message, Report, Source};
 use std::io::{BufWriter, Write};
 use std::ops::ControlFlow;
 
@@ -56,32 +56,25 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
         let read = source::read(&input, &mut |message| {
             counts.messages += 1;
             match parse_message(&message.bytes, &message.source) {
-                Ok(Parsed::Reports(reports)) => {
-                    for report in reports {
-                        counts.reports += 1;
-                        counts.quoted += u64::from(report.quoted);
-                        written = write_report(&mut out, args.format, &report);
-                        if written.is_err() {
-                            return ControlFlow::Break(());
-                        }
-                    }
-                }
-                Ok(Parsed::Mention { mention, reports }) => {
-                    for report in reports {
-                        counts.reports += 1;
-                        counts.quoted += u64::from(report.quoted);
-                        written = write_report(&mut out, args.format, &report);
-                        if written.is_err() {
-                            return ControlFlow::Break(());
-                        }
-                    }
-                    counts.mentions += 1;
-                    written = write_mention(&mut out, args.format, &mention);
-                    if written.is_err() {
-                        return ControlFlow::Break(());
-                    }
-                }
                 Ok(Parsed::NotAReport) => counts.not_reports += 1,
+                Ok(parsed) => {
+                    for message in parsed.into_messages() {
+                        written = match &message {
+                            Message::Report(report) => {
+                                counts.reports += 1;
+                                counts.quoted += u64::from(report.quoted);
+                                write_report(&mut out, args.format, report)
+                            }
+                            Message::Mention(mention) => {
+                                counts.mentions += 1;
+                                write_mention(&mut out, args.format, mention)
+                            }
+                        };
+                        if written.is_err() {
+                            return ControlFlow::Break(());
+                        }
+                    }
+                }
                 Err(reason) => {
                     counts.failed += 1;
                     eprintln!("lkplake parse: {}: {reason}", describe(&message.source));

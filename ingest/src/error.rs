@@ -25,10 +25,6 @@ pub enum ParseError {
     #[error("neither a mail (no headers) nor a kernel test robot report")]
     Unrecognized,
     #[error(
-        "report announces details (`Details are as below`) but the comparison table is missing (truncated report?)"
-    )]
-    Truncated,
-    #[error(
         "the parser panicked on this message ({reason}); please report it with the message attached (`lkplake dlq`)"
     )]
     Panicked { reason: String },

@@ -290,22 +290,14 @@ fn parse_into(message: Message<'_>, tx: &tokio::sync::mpsc::Sender<Item>) -> boo
     let index = source.index;
     // Most mail is not a report: its source moves into `Done`, nothing is copied.
     let (sent, commit) = match parsed {
-        Ok(Parsed::Reports(reports)) => (
-            reports.into_iter().all(|report| {
-                tx.blocking_send(encode(WireMessage::Report(Box::new(report))))
-                    .is_ok()
-            }),
-            source.commit,
-        ),
-        Ok(Parsed::Mention { mention, reports }) => (
-            reports
+        Ok(Parsed::NotAReport) => (tx.blocking_send(Item::NotAReport).is_ok(), source.commit),
+        Ok(parsed) => (
+            parsed
+                .into_messages()
                 .into_iter()
-                .map(|report| WireMessage::Report(Box::new(report)))
-                .chain([WireMessage::Mention(mention)])
                 .all(|message| tx.blocking_send(encode(message)).is_ok()),
             source.commit,
         ),
-        Ok(Parsed::NotAReport) => (tx.blocking_send(Item::NotAReport).is_ok(), source.commit),
         Err(e) => {
             let commit = source.commit.clone();
             let dead = Item::Dead {

@@ -13,7 +13,6 @@ use crate::kafka::{
     read_dead_letters,
 };
 use crate::parser::{Parsed, parse_message};
-use lkplake_schemas::Message as WireMessage;
 use std::panic::AssertUnwindSafe;
 
 /// What a replay did.
@@ -74,21 +73,13 @@ pub async fn replay(
                 reason: panic_reason(panic.as_ref()),
             })
         });
-        let messages: Vec<WireMessage> = match parsed {
-            Ok(Parsed::Reports(reports)) => reports
-                .into_iter()
-                .map(|r| WireMessage::Report(Box::new(r)))
-                .collect(),
-            Ok(Parsed::Mention { mention, reports }) => reports
-                .into_iter()
-                .map(|r| WireMessage::Report(Box::new(r)))
-                .chain([WireMessage::Mention(mention)])
-                .collect(),
+        let messages = match parsed {
             Ok(Parsed::NotAReport) => {
                 summary.not_reports += 1;
                 checkpoints.save(key, Position::Replayed).await?;
                 continue;
             }
+            Ok(parsed) => parsed.into_messages(),
             Err(e) => {
                 let reason = e.to_string();
                 summary.still_failing.push((letter, reason));

@@ -18,7 +18,7 @@ use lkplake_schemas::tables::{
     FAILURES, FAILURES_TABLE, MENTIONS, MENTIONS_TABLE, METRICS, METRICS_TABLE, PARTITION_COLUMNS,
     REPORTS, REPORTS_TABLE,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
@@ -222,6 +222,19 @@ async fn sort_partition(
         })
 }
 
+/// A text column's values, whether DataFusion returned it as `Utf8View` or `Utf8`.
+fn strings(column: &deltalake::arrow::array::ArrayRef) -> Vec<Option<String>> {
+    use deltalake::arrow::array::AsArray;
+    match column.as_string_view_opt() {
+        Some(values) => values.iter().map(|v| v.map(str::to_owned)).collect(),
+        None => column
+            .as_string::<i32>()
+            .iter()
+            .map(|v| v.map(str::to_owned))
+            .collect(),
+    }
+}
+
 /// Opens a table of the lake, creating it with its schema and partitioning when missing.
 async fn open_table(lake: &LakeUrl, which: Table) -> Result<DeltaTable, LakeError> {
     let name = which.name();
@@ -306,44 +319,23 @@ impl Lake {
         progress_in(&tables, topic, partitions).await
     }
 
+    /// Runs `sql` over one table, as loaded.
+    async fn select(&self, which: Table, sql: &str) -> Result<Vec<RecordBatch>, LakeError> {
+        let q = LakeError::query(which.name());
+        let ctx = SessionContext::new();
+        let provider = self.table(which).table_provider().await.map_err(q)?;
+        ctx.register_table(which.name(), provider).map_err(q)?;
+        ctx.sql(sql).await.map_err(q)?.collect().await.map_err(q)
+    }
+
     /// Report keys in the lake and whether the stored copy is a quoted one.
     pub async fn report_keys(&self) -> Result<HashMap<String, bool>, LakeError> {
-        let q = LakeError::query(REPORTS_TABLE);
-        let ctx = SessionContext::new();
-        let provider = self
-            .table(Table::Reports)
-            .table_provider()
-            .await
-            .map_err(q)?;
-        ctx.register_table(REPORTS_TABLE, provider).map_err(q)?;
-        let batches = ctx
-            .sql("SELECT report_key, bool_and(quoted) AS quoted FROM reports GROUP BY report_key")
-            .await
-            .map_err(q)?
-            .collect()
-            .await
-            .map_err(q)?;
+        let sql = "SELECT report_key, bool_and(quoted) AS quoted FROM reports GROUP BY report_key";
         let mut out = HashMap::new();
-        for batch in batches {
+        for batch in self.select(Table::Reports, sql).await? {
             use deltalake::arrow::array::AsArray;
-            let keys = batch
-                .column(0)
-                .as_string_view_opt()
-                .map(|a| a.iter().collect::<Vec<_>>());
-            let keys = match keys {
-                Some(keys) => keys
-                    .into_iter()
-                    .map(|k| k.map(str::to_owned))
-                    .collect::<Vec<_>>(),
-                None => batch
-                    .column(0)
-                    .as_string::<i32>()
-                    .iter()
-                    .map(|k| k.map(str::to_owned))
-                    .collect(),
-            };
             let quoted = batch.column(1).as_boolean();
-            for (i, key) in keys.into_iter().enumerate() {
+            for (i, key) in strings(batch.column(0)).into_iter().enumerate() {
                 if let Some(key) = key {
                     out.insert(key, quoted.value(i));
                 }
@@ -353,36 +345,11 @@ impl Lake {
     }
 
     /// Mention keys in the lake.
-    pub async fn mention_keys(&self) -> Result<std::collections::HashSet<String>, LakeError> {
-        let q = LakeError::query(MENTIONS_TABLE);
-        let ctx = SessionContext::new();
-        let provider = self
-            .table(Table::Mentions)
-            .table_provider()
-            .await
-            .map_err(q)?;
-        ctx.register_table(MENTIONS_TABLE, provider).map_err(q)?;
-        let batches = ctx
-            .sql("SELECT DISTINCT mention_key FROM mentions")
-            .await
-            .map_err(q)?
-            .collect()
-            .await
-            .map_err(q)?;
-        let mut out = std::collections::HashSet::new();
-        for batch in batches {
-            use deltalake::arrow::array::AsArray;
-            let column = batch.column(0);
-            match column.as_string_view_opt() {
-                Some(keys) => out.extend(keys.iter().flatten().map(str::to_owned)),
-                None => out.extend(
-                    column
-                        .as_string::<i32>()
-                        .iter()
-                        .flatten()
-                        .map(str::to_owned),
-                ),
-            }
+    pub async fn mention_keys(&self) -> Result<HashSet<String>, LakeError> {
+        let sql = "SELECT DISTINCT mention_key FROM mentions";
+        let mut out = HashSet::new();
+        for batch in self.select(Table::Mentions, sql).await? {
+            out.extend(strings(batch.column(0)).into_iter().flatten());
         }
         Ok(out)
     }

@@ -52,8 +52,21 @@ fn sqlalchemy_and_pandas_read_with_bound_parameters_and_reflect_tables_views_and
     let got = python_client(&server, "sqlalchemy");
     assert_reads_the_seed_numbers(&got);
     assert_eq!(got["server_version_info"], json!([16, 6]), "{got:#}");
-    assert_eq!(got["tables"], json!(["metrics", "reports"]));
-    assert_eq!(got["views"], json!(["comparisons", "headlines", "series"]));
+    assert_eq!(
+        got["tables"],
+        json!(["failures", "mention_mails", "metrics", "reports"])
+    );
+    assert_eq!(
+        got["views"],
+        json!([
+            "comparisons",
+            "discussion",
+            "failure_comparisons",
+            "headlines",
+            "mentions",
+            "series"
+        ])
+    );
     assert_eq!(
         got["reports_columns"],
         json!(["report_key", "test_index", "message_id", "date"])
@@ -151,7 +164,12 @@ fn psqls_describe_commands_list_the_tables_the_views_and_a_tables_columns() {
     let tables = psql_describe(&server, "\\dt");
     assert_eq!(
         listed(&tables),
-        vec!["public|metrics|table", "public|reports|table"],
+        vec![
+            "public|failures|table",
+            "public|mention_mails|table",
+            "public|metrics|table",
+            "public|reports|table"
+        ],
         "{tables}"
     );
     let views = psql_describe(&server, "\\dv");
@@ -159,7 +177,10 @@ fn psqls_describe_commands_list_the_tables_the_views_and_a_tables_columns() {
         listed(&views),
         vec![
             "public|comparisons|view",
+            "public|discussion|view",
+            "public|failure_comparisons|view",
             "public|headlines|view",
+            "public|mentions|view",
             "public|series|view"
         ],
         "{views}"

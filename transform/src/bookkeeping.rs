@@ -848,16 +848,8 @@ mod tests {
             .find(|m| m.index == index)
             .unwrap_or_else(|| panic!("no message {index}"));
         match parse_message(&message.bytes, &Source::file("corpus", index)) {
-            Ok(Parsed::Reports(reports)) => reports
-                .into_iter()
-                .map(|r| Message::Report(Box::new(r)))
-                .collect(),
-            Ok(Parsed::Mention { mention, reports }) => reports
-                .into_iter()
-                .map(|r| Message::Report(Box::new(r)))
-                .chain([Message::Mention(mention)])
-                .collect(),
-            other => panic!("{index}: {other:?}"),
+            Ok(parsed) => parsed.into_messages(),
+            Err(e) => panic!("{index}: {e}"),
         }
     }
 

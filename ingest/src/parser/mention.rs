@@ -1,6 +1,7 @@
-//! Replies that cite a report: the quoted opening sentence (`> kernel test robot noticed a
-//! -29.4% regression of aim7.jobs-per-min on:`, or a functional report's `noticed "..." on:`)
-//! or quoted table rows. What they cite is read from the quoted text, else from the subject.
+//! Mails that cite a report without carrying its full table: replies that quote the opening
+//! sentence (`> kernel test robot noticed a -29.4% regression of aim7.jobs-per-min on:`, or a
+//! functional report's `noticed "..." on:`) or table rows, and the robot's report itself cut
+//! before its tables. What they cite is read from the quoted text, else from the subject.
 
 use super::prose;
 use super::table::{Tokens, is_row_line};
@@ -29,19 +30,54 @@ pub(super) fn read(
         .map(|(_, text)| text.as_str())
         .collect();
     let rows = quoted_rows(&doc.body);
-    let stated = quoted
+    let stated = stated(&quoted);
+    if stated.is_none() && rows.is_empty() {
+        return None;
+    }
+    Some(cite(doc, &quoted, stated, rows, source))
+}
+
+/// The robot's report cut before its tables: it cites itself, by its own Message-ID (from the
+/// headers, else the archive link in its text), commit and headline.
+pub(super) fn excerpt(doc: &Document, top: &str, source: &Source) -> Mention {
+    let texts = [top];
+    let mut mention = cite(doc, &texts, stated(&texts), Vec::new(), source);
+    if mention.message_id.is_none() {
+        mention.message_id = prose::Prose::read(top, doc.subject.as_deref()).canonical_message_id;
+        mention.mention_key = mention_key(&mention);
+    }
+    if mention.date.is_none() {
+        mention.date = mention
+            .message_id
+            .as_deref()
+            .and_then(prose::message_id_date);
+    }
+    mention
+}
+
+/// The headline the texts state: a performance report's opening sentence, else a functional
+/// report's.
+fn stated(texts: &[&str]) -> Option<(String, Option<f64>, Kind)> {
+    texts
         .iter()
         .find_map(|text| prose::stated(text, None))
         .map(|(metric, change, kind)| (metric, Some(change), kind))
         .or_else(|| {
-            quoted
+            texts
                 .iter()
                 .find_map(|text| prose::stated_failure(text))
                 .map(|failure| (failure.to_owned(), None, Kind::Failure))
-        });
-    if stated.is_none() && rows.is_empty() {
-        return None;
-    }
+        })
+}
+
+/// The mention of the report that `quoted` (the quoted or excerpted parts of the mail) cite.
+fn cite(
+    doc: &Document,
+    quoted: &[&str],
+    stated: Option<(String, Option<f64>, Kind)>,
+    rows: Vec<String>,
+    source: &Source,
+) -> Mention {
     // Rows alone, with no opening quoted: the subject says what they are about.
     let stated = stated
         .or_else(|| prose::stated("", doc.subject.as_deref()).map(|(m, c, k)| (m, Some(c), k)));
@@ -100,7 +136,7 @@ pub(super) fn read(
         source: source.clone(),
     };
     mention.mention_key = mention_key(&mention);
-    Some(mention)
+    mention
 }
 
 /// The table rows quoted at any depth, quote marks removed and blanks collapsed.

@@ -13,7 +13,9 @@ pub(crate) mod table;
 use crate::decode::{Document, decode};
 use crate::error::ParseError;
 use lkplake_schemas::key::report_key;
-use lkplake_schemas::{Commit, Headline, Kind, Mention, Report, SCHEMA_VERSION, Source, Test};
+use lkplake_schemas::{
+    Commit, Headline, Kind, Mention, Message, Report, SCHEMA_VERSION, Source, Test,
+};
 use prose::{Prose, parse_axes};
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -28,8 +30,10 @@ pub const UNKNOWN_MACHINE: &str = "unknown";
 pub enum Parsed {
     /// One or more reports (usually one; a reply can also quote one).
     Reports(Vec<Report>),
-    /// A reply that cites a report: its opening sentence or some of its rows. `reports` holds
-    /// the complete tables it quotes, if any (they are copies, recognised by their key).
+    /// A mail that cites a report without carrying its full table: a reply that quotes its
+    /// opening sentence or some of its rows, or the report itself cut before its tables.
+    /// `reports` holds the complete tables a reply quotes, if any (copies, recognised by
+    /// their key).
     Mention {
         /// The mail and what it cites.
         mention: Box<Mention>,
@@ -39,6 +43,23 @@ pub enum Parsed {
     /// Not a report and not a reply that cites one: a patch, a build-failure report,
     /// discussion.
     NotAReport,
+}
+
+impl Parsed {
+    /// What the mail puts on the report topic: its reports, then its mention; nothing for a
+    /// mail that is neither.
+    pub fn into_messages(self) -> Vec<Message> {
+        let (reports, mention) = match self {
+            Parsed::Reports(reports) => (reports, None),
+            Parsed::Mention { mention, reports } => (reports, Some(mention)),
+            Parsed::NotAReport => (Vec::new(), None),
+        };
+        reports
+            .into_iter()
+            .map(|r| Message::Report(Box::new(r)))
+            .chain(mention.map(Message::Mention))
+            .collect()
+    }
 }
 
 /// Parses one message.
@@ -103,8 +124,13 @@ pub fn parse_document(doc: &Document, source: &Source) -> Result<Parsed, ParseEr
         .find(|(d, _)| *d == 0)
         .map(|(_, t)| t.as_str())
         .unwrap_or("");
+    // The robot's own report cut before its tables (an archive excerpt, a truncated copy):
+    // what it still says about the report is kept, citing it.
     if prose::announces_details(top) {
-        return Err(ParseError::Truncated);
+        return Ok(Parsed::Mention {
+            mention: Box::new(mention::excerpt(doc, top, source)),
+            reports: Vec::new(),
+        });
     }
     not_a_report(doc)
 }

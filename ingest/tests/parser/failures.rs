@@ -27,10 +27,13 @@ fn report(index: u64) -> Report {
     }
 }
 
-/// A failure row as the mail prints it: name, then `(fail, runs, %reproduction)` per column.
-type Row = (&'static str, Vec<(u32, u32, Option<f64>)>);
+/// `(fail, runs, %reproduction printed before the column)` per column.
+type Columns = Vec<(u32, u32, Option<f64>)>;
 
-fn rows(report: &Report) -> Vec<(String, Vec<(u32, u32, Option<f64>)>)> {
+/// A failure row as the mail prints it: name, then its columns.
+type Row = (&'static str, Columns);
+
+fn rows(report: &Report) -> Vec<(String, Columns)> {
     report.tests[0]
         .failures
         .iter()
@@ -73,7 +76,7 @@ fn check(want: Functional) {
         .as_ref()
         .map(|h| (h.metric.as_str(), h.change_pct));
     assert_eq!(headline, Some(want.headline), "{i} headline");
-    let want_rows: Vec<(String, Vec<(u32, u32, Option<f64>)>)> = want
+    let want_rows: Vec<(String, Columns)> = want
         .rows
         .into_iter()
         .map(|(m, c)| (m.to_owned(), c))
