@@ -26,4 +26,6 @@ cargo fmt --all --check
 # items) hold only if a warning fails the run.
 cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTDOCFLAGS='-D warnings' cargo doc --workspace --no-deps --locked
-cargo nextest run --workspace --locked --no-fail-fast
+# With the crash points of lkplake-faults compiled in: tests/cli/faults.rs aborts the binary at
+# each of them (LKPLAKE_CRASH_AT) and restarts it.
+cargo nextest run --workspace --locked --no-fail-fast --features lkplake/fault-injection

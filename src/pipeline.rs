@@ -8,7 +8,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use lkplake_ingest::checkpoint::SOURCES_TOPIC;
 use lkplake_ingest::follow::{FollowConfig, follow};
 use lkplake_ingest::kafka::{
-    DLQ_TOPIC, IngestSummary, KafkaTarget, REPORTS_TOPIC, ingest, read_dead_letters,
+    DLQ_TOPIC, IngestSummary, KafkaTarget, MAX_MESSAGE_BYTES, REPORTS_TOPIC, ingest,
+    read_dead_letters,
 };
 
 use lkplake_ingest::source::Inputs;
@@ -48,6 +49,12 @@ pub struct IngestArgs {
     /// Partitions of the report topic when it has to be created.
     #[arg(long, env = "LKPLAKE_PARTITIONS", default_value_t = 6)]
     pub partitions: i32,
+    /// The largest message to produce, in bytes (the broker's `message.max.bytes`): a report
+    /// larger is dead-lettered with the reason; a dead letter for an input larger keeps its
+    /// first 64 KiB, with the input's path, size and SHA-256.
+    #[arg(long, env = "LKPLAKE_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES as u64,
+          value_parser = clap::value_parser!(u64).range(1024..=MAX_MESSAGE_BYTES as u64))]
+    pub max_message_bytes: u64,
     #[command(flatten)]
     pub follow: FollowArgs,
     /// Files, directories, .mbox / .mbox.gz archives, Maildir folders, public-inbox archives
@@ -142,6 +149,12 @@ pub struct RunArgs {
     /// Metric directions file, as for `transform`.
     #[arg(long, env = "LKPLAKE_DIRECTIONS")]
     pub directions: Option<PathBuf>,
+    /// The largest message to produce, in bytes (the broker's `message.max.bytes`): a report
+    /// larger is dead-lettered with the reason; a dead letter for an input larger keeps its
+    /// first 64 KiB, with the input's path, size and SHA-256.
+    #[arg(long, env = "LKPLAKE_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES as u64,
+          value_parser = clap::value_parser!(u64).range(1024..=MAX_MESSAGE_BYTES as u64))]
+    pub max_message_bytes: u64,
     #[command(flatten)]
     pub follow: FollowArgs,
     /// Report sources, as for `ingest`.
@@ -277,6 +290,7 @@ pub async fn run_ingest(args: &IngestArgs, shutdown: &Shutdown) -> anyhow::Resul
     target.reports_topic = args.kafka.topic.clone();
     target.dlq_topic = args.kafka.dlq_topic.clone();
     target.partitions = args.partitions;
+    target.max_message_bytes = usize::try_from(args.max_message_bytes).unwrap_or(MAX_MESSAGE_BYTES);
     shutdown.on_signals("ingest");
     if args.follow.follow {
         let config = args.follow.config(&args.paths)?;
@@ -335,7 +349,7 @@ pub async fn run_all(args: &RunArgs, shutdown: &Shutdown) -> anyhow::Result<bool
     // client, so it lives on this stack frame until the end. Its broker has no CreateTopics,
     // so the topics are made on the cluster directly.
     let mock;
-    let target = match &args.brokers {
+    let mut target = match &args.brokers {
         Some(brokers) => KafkaTarget::new(brokers),
         None => {
             mock = rdkafka::mocking::MockCluster::new(1)
@@ -366,6 +380,7 @@ pub async fn run_all(args: &RunArgs, shutdown: &Shutdown) -> anyhow::Result<bool
             target
         }
     };
+    target.max_message_bytes = usize::try_from(args.max_message_bytes).unwrap_or(MAX_MESSAGE_BYTES);
     shutdown.on_signals("run");
     if args.follow.follow {
         // Ingest and transform side by side until stopped. On the embedded cluster the
@@ -498,7 +513,7 @@ fn list_dead_letters(letters: &[lkplake_ingest::kafka::DeadLetter], topic: &str)
             "{:>9}  {:>8}  {:>8}  {:<40}  {}",
             l.partition,
             l.offset,
-            l.raw.len(),
+            l.size(),
             l.source.to_string(),
             l.error
         );

@@ -32,6 +32,17 @@ const HEADER_PATH: &str = "lkplake-path";
 const HEADER_INDEX: &str = "lkplake-index";
 const HEADER_EPOCH: &str = "lkplake-epoch";
 const HEADER_COMMIT: &str = "lkplake-commit";
+/// On a letter cut to [`LETTER_HEAD`] bytes: the whole input's size and SHA-256.
+const HEADER_SIZE: &str = "lkplake-size";
+const HEADER_SHA256: &str = "lkplake-sha256";
+
+/// The largest message the producer sends by default, and the most `--max-message-bytes`
+/// may be: the producer's own `message.max.bytes`.
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+/// What a dead letter keeps of an input too large for one message: its first bytes, enough to
+/// see what it is; its path, size and checksum find the rest.
+pub const LETTER_HEAD: usize = 64 << 10;
 
 /// Reports in flight at once: enough to keep the broker pipeline full, bounded so memory is.
 const MAX_IN_FLIGHT: usize = 4096;
@@ -91,6 +102,9 @@ pub struct KafkaTarget {
     /// Create missing topics first (off for librdkafka's mock cluster, which has no
     /// CreateTopics: its topics are made on the cluster object).
     pub create_topics: bool,
+    /// The largest message to send (the broker's `message.max.bytes`): a report larger is
+    /// dead-lettered with the reason, an input larger leaves a letter of its first bytes.
+    pub max_message_bytes: usize,
 }
 
 impl KafkaTarget {
@@ -102,6 +116,7 @@ impl KafkaTarget {
             dlq_topic: DLQ_TOPIC.to_owned(),
             partitions: 6,
             create_topics: true,
+            max_message_bytes: MAX_MESSAGE_BYTES,
         }
     }
 }
@@ -167,7 +182,11 @@ pub fn producer(brokers: &str) -> Result<FutureProducer, KafkaIngestError> {
         .set("enable.idempotence", "true")
         .set("acks", "all")
         .set("linger.ms", "20")
-        .set("message.max.bytes", "16777216")
+        // Room for the key and headers of a message of `MAX_MESSAGE_BYTES`.
+        .set(
+            "message.max.bytes",
+            (MAX_MESSAGE_BYTES + LETTER_HEAD).to_string(),
+        )
         .set("queue.buffering.max.messages", "100000")
         .create()
         .map_err(|source| KafkaIngestError::Client {
@@ -238,6 +257,44 @@ pub(crate) enum Sent {
     Mention,
 }
 
+/// What a dead letter cut to its first bytes records of the whole input.
+pub(crate) struct Cut {
+    size: u64,
+    sha256: String,
+}
+
+/// A dead letter for `raw`, cut to its first [`LETTER_HEAD`] bytes when it is larger than a
+/// message may be (`limit`): a 260 MB file fed by mistake costs one letter, not the run.
+pub(crate) fn dead_letter(source: Source, raw: Vec<u8>, error: String, limit: usize) -> Item {
+    if raw.len() <= limit {
+        return Item::Dead {
+            source,
+            raw,
+            error,
+            cut: None,
+        };
+    }
+    use sha2::{Digest, Sha256};
+    let sha256: String = Sha256::digest(&raw)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let head = LETTER_HEAD.min(limit);
+    let error = format!(
+        "{error}; the input is {} bytes (sha256 {sha256}), more than a message holds (--max-message-bytes {limit}): this letter keeps its first {head} bytes",
+        raw.len()
+    );
+    Item::Dead {
+        source,
+        cut: Some(Cut {
+            size: raw.len() as u64,
+            sha256,
+        }),
+        raw: raw[..head].to_vec(),
+        error,
+    }
+}
+
 /// What the parser thread hands to the producer.
 pub(crate) enum Item {
     /// A report or mention already encoded as JSON on the parser thread, so the async side
@@ -252,6 +309,8 @@ pub(crate) enum Item {
         source: Source,
         raw: Vec<u8>,
         error: String,
+        /// Set when `raw` holds only the input's first bytes.
+        cut: Option<Cut>,
     },
     NotAReport,
     Unreadable(SourceError),
@@ -276,7 +335,7 @@ pub(crate) enum Item {
 }
 
 /// Parses one message and sends what it holds to the producer; false once the channel closed.
-fn parse_into(message: Message<'_>, tx: &tokio::sync::mpsc::Sender<Item>) -> bool {
+fn parse_into(message: Message<'_>, tx: &tokio::sync::mpsc::Sender<Item>, limit: usize) -> bool {
     let source = message.source;
     // A parser bug on one message must cost that message, kept as a dead letter, not the rest
     // of the input.
@@ -291,20 +350,26 @@ fn parse_into(message: Message<'_>, tx: &tokio::sync::mpsc::Sender<Item>) -> boo
     // Most mail is not a report: its source moves into `Done`, nothing is copied.
     let (sent, commit) = match parsed {
         Ok(Parsed::NotAReport) => (tx.blocking_send(Item::NotAReport).is_ok(), source.commit),
-        Ok(parsed) => (
-            parsed
-                .into_messages()
-                .into_iter()
-                .all(|message| tx.blocking_send(encode(message)).is_ok()),
-            source.commit,
-        ),
+        Ok(parsed) => {
+            let items = parsed.into_messages().into_iter().map(encode);
+            let sent = items
+                .map(|item| match item {
+                    // One report too large for a message: the mail is kept instead, with why.
+                    Item::Report { key, payload, .. } if payload.len() > limit => {
+                        let error = format!(
+                            "its report {key} is {} bytes of JSON, more than a message holds (--max-message-bytes {limit})",
+                            payload.len()
+                        );
+                        dead_letter(source.clone(), message.bytes.to_vec(), error, limit)
+                    }
+                    item => item,
+                })
+                .all(|item| tx.blocking_send(item).is_ok());
+            (sent, source.commit)
+        }
         Err(e) => {
             let commit = source.commit.clone();
-            let dead = Item::Dead {
-                source,
-                raw: message.bytes.into_owned(),
-                error: e.to_string(),
-            };
+            let dead = dead_letter(source, message.bytes.into_owned(), e.to_string(), limit);
             (tx.blocking_send(dead).is_ok(), commit)
         }
     };
@@ -345,6 +410,7 @@ pub async fn ingest(
     let files = inputs.inputs.len() as u64;
     let parser_stop = stop.clone();
     let checkpointing = checkpoints.is_some();
+    let limit = target.max_message_bytes;
     let parser = std::thread::spawn(move || {
         let stop = parser_stop;
         for (input, size) in inputs.inputs {
@@ -362,7 +428,7 @@ pub async fn ingest(
                 if stop.is_cancelled() {
                     return ControlFlow::Break(());
                 }
-                let sent = parse_into(message, &tx);
+                let sent = parse_into(message, &tx, limit);
                 closed = !sent;
                 if sent {
                     ControlFlow::Continue(())
@@ -460,7 +526,12 @@ pub async fn ingest(
                     source,
                 ));
             }
-            Item::Dead { source, raw, error } => {
+            Item::Dead {
+                source,
+                raw,
+                error,
+                cut,
+            } => {
                 tracing::warn!(path = %source.path, index = source.index, %error, "dead-lettered");
                 summary.dead_lettered += 1;
                 let index = source.index.to_string();
@@ -487,6 +558,19 @@ pub async fn ingest(
                         .insert(Header {
                             key: HEADER_COMMIT,
                             value: Some(commit.as_str()),
+                        }),
+                    _ => headers,
+                };
+                let size = cut.as_ref().map(|c| c.size.to_string());
+                let headers = match (&size, &cut) {
+                    (Some(size), Some(cut)) => headers
+                        .insert(Header {
+                            key: HEADER_SIZE,
+                            value: Some(size.as_str()),
+                        })
+                        .insert(Header {
+                            key: HEADER_SHA256,
+                            value: Some(cut.sha256.as_str()),
                         }),
                     _ => headers,
                 };
@@ -542,6 +626,7 @@ pub async fn ingest(
             while let Some(result) = in_flight.next().await {
                 result?;
             }
+            lkplake_faults::point(lkplake_faults::BEFORE_CHECKPOINT);
             if let (Some(key), Some(position)) = (&key, position.take()) {
                 checkpoints.save(key.clone(), position).await?;
             }
@@ -552,6 +637,7 @@ pub async fn ingest(
         result?;
     }
     if let (Some(checkpoints), Some(key), Some(position)) = (checkpoints, key, position) {
+        lkplake_faults::point(lkplake_faults::BEFORE_CHECKPOINT);
         checkpoints.save(key, position).await?;
     }
     if summary.stopped.is_some() {
@@ -595,6 +681,7 @@ pub(crate) fn encode(message: WireMessage) -> Item {
             error: format!("cannot encode {key} as JSON: {e}"),
             raw: Vec::new(),
             source,
+            cut: None,
         },
     }
 }
@@ -639,8 +726,20 @@ pub struct DeadLetter {
     pub source: Source,
     /// Why the parser refused it.
     pub error: String,
-    /// The message exactly as read.
+    /// The message exactly as read, or its first [`LETTER_HEAD`] bytes when it was larger
+    /// than a message holds (then `whole` says so).
     pub raw: Vec<u8>,
+    /// For a letter cut to its first bytes: the whole input's size and SHA-256.
+    pub whole: Option<(u64, String)>,
+}
+
+impl DeadLetter {
+    /// The size of the input the letter stands for.
+    pub fn size(&self) -> u64 {
+        self.whole
+            .as_ref()
+            .map_or(self.raw.len() as u64, |(size, _)| *size)
+    }
 }
 
 /// A consumer context for reading to the end: librdkafka also reports reaching a partition's
@@ -729,6 +828,10 @@ pub fn read_dead_letters(brokers: &str, topic: &str) -> Result<Vec<DeadLetter>, 
             },
             error: header(HEADER_ERROR),
             raw: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
+            whole: header(HEADER_SIZE)
+                .parse()
+                .ok()
+                .map(|size| (size, header(HEADER_SHA256))),
         });
     })?;
     Ok(out)

@@ -65,6 +65,15 @@ pub async fn replay(
             summary.already_replayed += 1;
             continue;
         }
+        // A letter that kept only the first bytes of its input cannot be read whole again.
+        if let Some((size, sha256)) = &letter.whole {
+            let reason = format!(
+                "it holds only the first {} of {size} bytes (sha256 {sha256}): ingest the input itself again",
+                letter.raw.len()
+            );
+            summary.still_failing.push((letter, reason));
+            continue;
+        }
         let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| {
             parse_message(&letter.raw, &letter.source)
         }))

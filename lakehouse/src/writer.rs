@@ -207,6 +207,7 @@ async fn sort_partition(
             source,
         }
     })?;
+    lkplake_faults::point(lkplake_faults::COMPACT_BEFORE_COMMIT);
     table
         .write(sorted)
         .with_session_state(Arc::new(delta.state()))
@@ -427,6 +428,9 @@ impl Lake {
             .into_iter()
             .zip([metrics, failures, mentions, reports])
         {
+            if table != Table::Metrics {
+                lkplake_faults::point(lkplake_faults::BETWEEN_TABLE_COMMITS);
+            }
             self.append(table, batch, txns.to_vec()).await?;
         }
         Ok(())

@@ -391,6 +391,47 @@ fn a_follower_with_fetch_picks_up_what_its_remote_gained() {
 }
 
 #[test]
+fn a_follower_killed_between_its_deliveries_and_their_checkpoint_sends_them_again_and_the_lake_keeps_one_copy()
+ {
+    let p = Pipeline::new("crash-checkpoint");
+    let e = expected(&[REPORT_MAILS]);
+    let out = p
+        .cmd(&[
+            "ingest",
+            "--partitions",
+            "3",
+            "--follow",
+            "--poll",
+            "1s",
+            REPORT_MAILS,
+        ])
+        .env("LKPLAKE_CRASH_AT", "ingest.before-checkpoint")
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        out.status.signal(),
+        Some(6),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Every message was acknowledged, none checkpointed: the restart reads the input again.
+    let mut again = Follower::start(&p, &[REPORT_MAILS], &[]);
+    again.wait_for(" messages: ");
+    let (status, _) = again.sigterm();
+    assert!(status.success(), "{status}");
+    let out = p.transform_until_idle();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The 59 mails hold 38 reports and 8 mentions: each sent twice.
+    assert_eq!(
+        crate::pipeline::transform_summary(&stderr).0,
+        2 * (38 + 8),
+        "{stderr}"
+    );
+    assert_lake_matches(&p, &e);
+}
+
+#[test]
 fn a_dead_letter_a_fixed_parser_reads_is_replayed_once_and_the_rest_stay() {
     use rdkafka::config::ClientConfig;
     use rdkafka::message::{Header, OwnedHeaders};

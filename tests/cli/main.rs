@@ -5,6 +5,7 @@ mod archives;
 mod clients;
 mod common;
 mod dashboards;
+mod faults;
 mod lifecycle;
 mod parse;
 mod pipeline;

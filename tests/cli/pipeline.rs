@@ -60,7 +60,7 @@ pub(crate) fn expected(paths: &[&str]) -> Expected {
 
 /// From `lkplake transform`'s summary line: (messages read minus those already in the lake,
 /// reports written).
-fn transform_summary(stderr: &str) -> (i64, i64) {
+pub(crate) fn transform_summary(stderr: &str) -> (i64, i64) {
     let line = stderr
         .lines()
         .find(|l| l.starts_with("lkplake transform: "))
@@ -490,6 +490,95 @@ fn a_report_sent_twice_and_quoted_once_is_one_report_with_the_originals_data() {
     assert_eq!(
         column_strings(&p.query("SELECT DISTINCT quoted FROM reports"), 0),
         vec!["false"]
+    );
+}
+
+#[test]
+fn an_input_too_large_for_a_message_leaves_a_letter_of_its_first_bytes_and_the_run_goes_on() {
+    let dir = temp_dir("too-large");
+    // 17 MiB of noise (a git pack fed by mistake): more than the largest message, 16 MiB.
+    let big: Vec<u8> = (0..17u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let pack = dir.join("pack.bin");
+    std::fs::write(&pack, &big).unwrap_or_else(|e| panic!("{e}"));
+    let sha256 = std::process::Command::new("sha256sum")
+        .arg(&pack)
+        .output()
+        .unwrap_or_else(|e| panic!("sha256sum: {e}"));
+    let sha256 = String::from_utf8_lossy(&sha256.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(sha256.len(), 64);
+    let dir_arg = dir.to_string_lossy().into_owned();
+
+    let p = Pipeline::new("too-large");
+    let out = p.ingest(&[&dir_arg, "examples/reports/003_9c167c0450c9a958.txt"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "2 messages: 1 reports (0 quoted copies), 0 mentions, 0 not reports skipped, 1 dead-lettered"
+        ),
+        "{stderr}"
+    );
+    let out = p.run(&["dlq"]);
+    assert!(out.status.success());
+    let listing = String::from_utf8_lossy(&out.stdout);
+    let letter = listing
+        .lines()
+        .find(|l| l.contains("pack.bin#0"))
+        .unwrap_or_else(|| panic!("{listing}"));
+    for part in [
+        "17825792",
+        "binary data",
+        sha256.as_str(),
+        "this letter keeps its first 65536 bytes",
+    ] {
+        assert!(letter.contains(part), "{part} in {letter}");
+    }
+    let out = p.run(&["dlq", "show", "0"]);
+    assert!(out.status.success());
+    assert_eq!(
+        out.stdout,
+        big[..65536],
+        "the letter is the input's first bytes"
+    );
+    let out = p.run(&["dlq", "replay"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ingest the input itself again"),
+        "a cut letter is not replayed from its first bytes"
+    );
+
+    // A report too large for the message limit the broker has: the mail is dead-lettered,
+    // with why, and the rest goes on.
+    let out = p.ingest(&[
+        "--max-message-bytes",
+        "4096",
+        "examples/reports/000_304c359333adb001.txt",
+        "examples/reports/003_9c167c0450c9a958.txt",
+    ]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("0 reports (0 quoted copies)"), "{stderr}");
+    assert!(stderr.contains("2 dead-lettered"), "{stderr}");
+    let out = p.run(&["dlq"]);
+    let listing = String::from_utf8_lossy(&out.stdout);
+    let letter = listing
+        .lines()
+        .find(|l| l.contains("000_304c359333adb001.txt#0"))
+        .unwrap_or_else(|| panic!("{listing}"));
+    assert!(
+        letter.contains("bytes of JSON, more than a message holds (--max-message-bytes 4096)"),
+        "{letter}"
+    );
+    p.transform_until_idle();
+    assert_eq!(
+        scalar_i64(&p.query("SELECT count(DISTINCT report_key) FROM reports")),
+        1,
+        "seed 003, from the first run"
     );
 }
 

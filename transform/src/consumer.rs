@@ -242,6 +242,7 @@ impl Member {
         if committed.is_empty() {
             return Ok(());
         }
+        lkplake_faults::point(lkplake_faults::AFTER_LAKE_COMMIT);
         // Nothing was received while the commit ran: that time is not the partitions' silence.
         self.ledger.tracker().listening(Instant::now());
         let mut tpl = TopicPartitionList::new();
