@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Runs the consumer-group tests again and again on one Tansu, with no retry: the two
-# transformers of one group, and three over six partitions with one joining late and one
-# leaving early. One broker for every round on purpose: its state from earlier rounds (groups,
-# topics, batch boundaries) is what made the two-transformer test lose reports (issue 11).
+# Runs broker tests again and again on one Tansu, with no retry. By default the consumer-group
+# tests: the two transformers of one group, and three over six partitions with one joining
+# late and one leaving early; LKPLAKE_SOAK_FILTER=pipeline runs every pipeline and
+# fault-injection test instead (or give any nextest filter expression). One broker for every
+# round on purpose: its state from earlier rounds (groups, topics, batch boundaries) is what
+# made the two-transformer test lose reports (issue 11).
 #   infra/soak-transformers.sh [ROUNDS]     (default 30)
 # Prints one line per round and a summary; exits 1 if any round failed.
 set -euo pipefail
@@ -17,14 +19,18 @@ mkdir -p "$log_dir"
 trap './infra/tansu.sh stop "$port"' EXIT
 export LKPLAKE_TEST_BROKERS
 LKPLAKE_TEST_BROKERS=$(./infra/tansu.sh start "$port")
-filter='test(two_transformers_in_one_group) | test(three_transformers_over_six_partitions)'
-cargo nextest run --workspace --locked --no-run >/dev/null 2>&1
+filter=${LKPLAKE_SOAK_FILTER:-'test(two_transformers_in_one_group) | test(three_transformers_over_six_partitions)'}
+if [ "$filter" = pipeline ]; then
+    filter='test(/^pipeline::/) | test(/^faults::/)'
+fi
+features=(--features lkplake/fault-injection)
+cargo nextest run --workspace --locked "${features[@]}" --no-run >/dev/null 2>&1
 
 passed=0
 failed=0
 for round in $(seq 1 "$rounds"); do
     started=$(date +%s)
-    if cargo nextest run --workspace --locked --retries 0 --no-fail-fast -E "$filter" \
+    if cargo nextest run --workspace --locked "${features[@]}" --retries 0 --no-fail-fast -E "$filter" \
         >"$log_dir/round-$round.log" 2>&1; then
         passed=$((passed + 1))
         verdict=passed

@@ -179,6 +179,25 @@ pub fn query(lake: &Path, sql: &str) -> Vec<RecordBatch> {
     })
 }
 
+/// The data files a Delta table's current version references.
+pub fn live_files(table: &Path) -> Vec<String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    runtime.block_on(async {
+        let url = deltalake::ensure_table_uri(table.to_string_lossy())
+            .unwrap_or_else(|e| panic!("{}: {e}", table.display()));
+        let table = deltalake::open_table(url)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        table
+            .get_file_uris()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .collect()
+    })
+}
+
 /// The single `i64` a `SELECT count(*)`-style query returns.
 pub fn scalar_i64(batches: &[RecordBatch]) -> i64 {
     use deltalake::arrow::array::AsArray;

@@ -2,7 +2,8 @@
 //! with DataFusion.
 
 use crate::common::{
-    Pipeline, column_strings, generate, json_lines, lkplake, run_into, scalar_i64, temp_dir,
+    Pipeline, column_strings, generate, json_lines, live_files, lkplake, run_into, scalar_i64,
+    temp_dir,
 };
 use std::collections::HashMap;
 
@@ -189,13 +190,24 @@ fn seeds_and_corpus_through_tansu_land_in_the_lake_exactly_as_parsed() {
 
     // Re-running the transformer over the same topic adds nothing: the lake covers every offset.
     let out = p.transform_until_idle();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("0 reports written"));
+    assert_eq!(
+        transform_summary(&String::from_utf8_lossy(&out.stderr)),
+        (0, 0),
+        "nothing new read, nothing written"
+    );
     assert_lake_matches(&p, &e);
 
     // Compaction rewrites files, never rows.
     let out = p.run(&["compact"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("lkplake compact:"));
+    // Every `metrics` partition is one file now.
+    let files = live_files(&p.lake.join("metrics"));
+    let partitions: std::collections::HashSet<&str> = files
+        .iter()
+        .filter_map(|f| f.rsplit_once('/').map(|(dir, _)| dir))
+        .collect();
+    assert_eq!(files.len(), partitions.len(), "{files:#?}");
     assert_lake_matches(&p, &e);
 }
 
