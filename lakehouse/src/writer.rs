@@ -72,7 +72,8 @@ impl Table {
         }
     }
 
-    fn index(self) -> usize {
+    /// The table's position in [`Table::ALL`].
+    pub fn index(self) -> usize {
         self as usize
     }
 }

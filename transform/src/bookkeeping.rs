@@ -240,11 +240,7 @@ impl Ledger {
             }
         }
         let mut tables = Tables::ALL;
-        for table in Table::ALL {
-            if progress.covers(table, offset) {
-                tables.remove(table);
-            }
-        }
+        tables.remove_covered(progress, offset);
         let message = match payload.map(Message::decode) {
             Some(Ok(message)) => Some(message),
             other => {
@@ -455,11 +451,7 @@ impl Ledger {
             // of `metrics` landed, its `reports` not yet): write only the tables behind.
             for p in &mut self.buffer {
                 let progress = fresh.get(&p.partition).copied().unwrap_or_default();
-                for table in Table::ALL {
-                    if progress.covers(table, p.offset) {
-                        p.tables.remove(table);
-                    }
-                }
+                p.tables.remove_covered(progress, p.offset);
             }
             if self.buffer.is_empty() {
                 self.rebuild_buffer_index();

@@ -9,7 +9,7 @@ use arrow::array::{
 use arrow::compute::{SortColumn, lexsort_to_indices, take_record_batch};
 use arrow::datatypes::{DataType, Field};
 use arrow::error::ArrowError;
-use lkplake_lake::{Batches, Table};
+use lkplake_lake::{Batches, Progress, Table};
 use lkplake_schemas::key::canonical_params;
 use lkplake_schemas::metric::{DirectionTable, program};
 use lkplake_schemas::tables::{FAILURES, MENTIONS, METRICS, REPORTS};
@@ -152,17 +152,17 @@ impl Tables {
 
     /// Whether rows go to `table`.
     pub fn contains(self, table: Table) -> bool {
-        self.0[index(table)]
+        self.0[table.index()]
     }
 
-    /// No rows go to `table` (it already holds them).
-    pub fn remove(&mut self, table: Table) {
-        self.0[index(table)] = false;
+    /// Leaves out the tables whose recorded progress already covers the message at `offset`.
+    pub fn remove_covered(&mut self, progress: Progress, offset: i64) {
+        for table in Table::ALL {
+            if progress.covers(table, offset) {
+                self.0[table.index()] = false;
+            }
+        }
     }
-}
-
-fn index(table: Table) -> usize {
-    Table::ALL.iter().position(|t| *t == table).unwrap_or(0)
 }
 
 /// Accumulates reports and mentions into column builders.

@@ -143,12 +143,7 @@ fn cite(
 fn quoted_rows(body: &str) -> Vec<String> {
     body.lines()
         .filter_map(|line| {
-            let mut rest = line;
-            let mut depth = 0;
-            while let Some(r) = rest.trim_start_matches([' ', '\t']).strip_prefix('>') {
-                depth += 1;
-                rest = r;
-            }
+            let (depth, rest) = super::unquote(line);
             (depth > 0 && is_row_line(rest)).then(|| collapse_whitespace(rest.trim()))
         })
         .collect()

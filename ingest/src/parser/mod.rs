@@ -147,17 +147,23 @@ fn not_a_report(doc: &Document) -> Result<Parsed, ParseError> {
     }
 }
 
+/// A line's quote depth (`>`, `>>`, `> > >`) and what follows its quote marks.
+fn unquote(line: &str) -> (usize, &str) {
+    let mut rest = line;
+    let mut depth = 0;
+    while let Some(r) = rest.trim_start_matches([' ', '\t']).strip_prefix('>') {
+        depth += 1;
+        rest = r;
+    }
+    (depth, rest)
+}
+
 /// Splits a body by quote depth (`>`, `>>`, `> > >`), returning each depth's text collapsed to
 /// single spaces, in order of first appearance.
 fn quote_streams(body: &str) -> Vec<(usize, String)> {
     let mut streams: Vec<(usize, String)> = Vec::new();
     for line in body.lines() {
-        let mut rest = line;
-        let mut depth = 0;
-        while let Some(r) = rest.trim_start_matches([' ', '\t']).strip_prefix('>') {
-            depth += 1;
-            rest = r;
-        }
+        let (depth, rest) = unquote(line);
         let idx = match streams.iter().position(|(d, _)| *d == depth) {
             Some(i) => i,
             None => {

@@ -2,7 +2,7 @@
 //! by reading the decoded mail (`fixtures/corpus/NNNN.expected`, format in NOTES.md there);
 //! the whole archive pins how every mail is classified.
 
-use crate::fixtures::{parse_bytes, read, repo_root};
+use crate::fixtures::{FailColumns, fail_rows, parse_bytes, read, repo_root};
 use lkplake_ingest::Parsed;
 use lkplake_ingest::source::InputFile;
 use lkplake_schemas::{Report, Row, Source, Test};
@@ -109,9 +109,6 @@ fn printed_row(line: &str) -> (String, Columns) {
     }
     ((*metric).to_owned(), values)
 }
-
-/// `(fail, runs, %reproduction printed before the column)` per column.
-type FailColumns = Vec<(u32, u32, Option<f64>)>;
 
 /// The oracle for one printed fail:runs row: `:9 67% 6:6 name <-------- (1)` read token by
 /// token, the first token that is neither a count nor a percentage being the name.
@@ -280,18 +277,7 @@ fn check_fixture(index: &str) {
         for (g, w) in got.iter().zip(&want) {
             assert_eq!(g, w, "{index} test {n}");
         }
-        let fails: Vec<(String, FailColumns)> = test
-            .failures
-            .iter()
-            .map(|f| {
-                let columns = f
-                    .columns
-                    .iter()
-                    .map(|c| (c.fail, c.runs, c.reproduction_pct))
-                    .collect();
-                (f.metric.clone(), columns)
-            })
-            .collect();
+        let fails = fail_rows(test);
         let want_fails: Vec<(String, FailColumns)> =
             e.fails.iter().map(|l| printed_fail(l)).collect();
         assert_eq!(fails, want_fails, "{index} test {n}: failures");

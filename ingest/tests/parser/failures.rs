@@ -3,7 +3,7 @@
 //! indexes in file order) and is recorded with the rows it comes from in
 //! `ingest/tests/fixtures/failures-and-mentions.md`, section 1.
 
-use crate::fixtures::repo_root;
+use crate::fixtures::{FailColumns, fail_rows, repo_root};
 use lkplake_ingest::Parsed;
 use lkplake_ingest::source::InputFile;
 use lkplake_schemas::{Kind, Report, Source};
@@ -27,25 +27,13 @@ fn report(index: u64) -> Report {
     }
 }
 
-/// `(fail, runs, %reproduction printed before the column)` per column.
-type Columns = Vec<(u32, u32, Option<f64>)>;
+type Columns = FailColumns;
 
 /// A failure row as the mail prints it: name, then its columns.
 type Row = (&'static str, Columns);
 
 fn rows(report: &Report) -> Vec<(String, Columns)> {
-    report.tests[0]
-        .failures
-        .iter()
-        .map(|f| {
-            let columns = f
-                .columns
-                .iter()
-                .map(|c| (c.fail, c.runs, c.reproduction_pct))
-                .collect();
-            (f.metric.clone(), columns)
-        })
-        .collect()
+    fail_rows(&report.tests[0])
 }
 
 struct Functional {

@@ -28,6 +28,24 @@ pub fn one_report(bytes: &[u8]) -> Report {
     }
 }
 
+/// `(fail, runs, %reproduction printed before the column)` per commit column.
+pub type FailColumns = Vec<(u32, u32, Option<f64>)>;
+
+/// A test's fail:runs rows as `(name, columns)`, in printed order.
+pub fn fail_rows(test: &lkplake_schemas::Test) -> Vec<(String, FailColumns)> {
+    test.failures
+        .iter()
+        .map(|f| {
+            let columns = f
+                .columns
+                .iter()
+                .map(|c| (c.fail, c.runs, c.reproduction_pct))
+                .collect();
+            (f.metric.clone(), columns)
+        })
+        .collect()
+}
+
 pub fn seed(name: &str) -> Report {
     one_report(&read(&seed_path(name)))
 }
