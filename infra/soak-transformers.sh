@@ -5,6 +5,9 @@
 # fault-injection test instead (or give any nextest filter expression). One broker for every
 # round on purpose: its state from earlier rounds (groups, topics, batch boundaries) is what
 # made the two-transformer test lose reports (issue 11).
+# The rounds run a nextest archive of the tests, built once at the start, against a snapshot
+# of the checkout (a git worktree of HEAD; uncommitted edits are not in it): work and builds
+# in the checkout can go on beside a soak of hours.
 #   infra/soak-transformers.sh [ROUNDS]     (default 30)
 # Prints one line per round and a summary; exits 1 if any round failed.
 set -euo pipefail
@@ -23,15 +26,23 @@ filter=${LKPLAKE_SOAK_FILTER:-'test(two_transformers_in_one_group) | test(three_
 if [ "$filter" = pipeline ]; then
     filter='test(/^pipeline::/) | test(/^faults::/)'
 fi
-features=(--features lkplake/fault-injection)
-cargo nextest run --workspace --locked "${features[@]}" --no-run >/dev/null 2>&1
+soak_dir=$(realpath "$log_dir")
+archive="$soak_dir/tests.tar.zst"
+cargo nextest archive --workspace --locked --features lkplake/fault-injection \
+    --archive-file "$archive" >"$soak_dir/archive.log" 2>&1
+snapshot="$soak_dir/checkout"
+git worktree remove --force "$snapshot" 2>/dev/null || rm -rf "$snapshot"
+git worktree add --detach "$snapshot" HEAD >/dev/null 2>&1
+trap './infra/tansu.sh stop "$port"; git worktree remove --force "$snapshot"' EXIT
+echo "soaking $(git rev-parse --short HEAD): $rounds rounds of $filter"
 
 passed=0
 failed=0
 for round in $(seq 1 "$rounds"); do
     started=$(date +%s)
-    if cargo nextest run --workspace --locked "${features[@]}" --retries 0 --no-fail-fast -E "$filter" \
-        >"$log_dir/round-$round.log" 2>&1; then
+    if cargo nextest run --archive-file "$archive" --workspace-remap "$snapshot" \
+        --extract-to "$soak_dir/extracted" --extract-overwrite \
+        --retries 0 --no-fail-fast -E "$filter" >"$log_dir/round-$round.log" 2>&1; then
         passed=$((passed + 1))
         verdict=passed
     else

@@ -49,9 +49,10 @@ pub struct IngestArgs {
     /// Partitions of the report topic when it has to be created.
     #[arg(long, env = "LKPLAKE_PARTITIONS", default_value_t = 6)]
     pub partitions: i32,
-    /// The largest message to produce, in bytes (the broker's `message.max.bytes`): a report
-    /// larger is dead-lettered with the reason; a dead letter for an input larger keeps its
-    /// first 64 KiB, with the input's path, size and SHA-256.
+    /// The largest message to produce, in bytes; less when the broker describes a topic's
+    /// `max.message.bytes` as smaller. A report larger is dead-lettered with the reason; a
+    /// dead letter for an input larger keeps its first 64 KiB, with the input's path, size and
+    /// SHA-256.
     #[arg(long, env = "LKPLAKE_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES as u64,
           value_parser = clap::value_parser!(u64).range(1024..=MAX_MESSAGE_BYTES as u64))]
     pub max_message_bytes: u64,
@@ -149,9 +150,10 @@ pub struct RunArgs {
     /// Metric directions file, as for `transform`.
     #[arg(long, env = "LKPLAKE_DIRECTIONS")]
     pub directions: Option<PathBuf>,
-    /// The largest message to produce, in bytes (the broker's `message.max.bytes`): a report
-    /// larger is dead-lettered with the reason; a dead letter for an input larger keeps its
-    /// first 64 KiB, with the input's path, size and SHA-256.
+    /// The largest message to produce, in bytes; less when the broker describes a topic's
+    /// `max.message.bytes` as smaller. A report larger is dead-lettered with the reason; a
+    /// dead letter for an input larger keeps its first 64 KiB, with the input's path, size and
+    /// SHA-256.
     #[arg(long, env = "LKPLAKE_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES as u64,
           value_parser = clap::value_parser!(u64).range(1024..=MAX_MESSAGE_BYTES as u64))]
     pub max_message_bytes: u64,

@@ -44,6 +44,14 @@ pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 /// see what it is; its path, size and checksum find the rest.
 pub const LETTER_HEAD: usize = 64 << 10;
 
+/// Room a message needs beside its payload: its key and headers (a dead letter's reason, path
+/// and checksum) and the record batch's framing. A topic's `max.message.bytes` bounds the
+/// whole batch, so a payload may be at most this much smaller.
+pub const MESSAGE_OVERHEAD: usize = 16 << 10;
+
+/// The topic configuration that bounds a message (a record batch) on the broker.
+const TOPIC_MAX_MESSAGE_BYTES: &str = "max.message.bytes";
+
 /// Reports in flight at once: enough to keep the broker pipeline full, bounded so memory is.
 const MAX_IN_FLIGHT: usize = 4096;
 
@@ -80,6 +88,14 @@ pub enum KafkaIngestError {
     ParserFailed { input: String, reason: String },
     #[error(transparent)]
     Source(#[from] SourceError),
+    #[error(
+        "topic {topic} takes messages of at most {bytes} bytes (its max.message.bytes): too small for a report; raise it to {wanted} (what `lkplake ingest` gives the topics it creates)"
+    )]
+    TopicLimit {
+        topic: String,
+        bytes: usize,
+        wanted: usize,
+    },
     #[error("cannot save the checkpoint {key} to {topic}: {reason}; is the broker reachable?")]
     Checkpoint {
         topic: String,
@@ -121,8 +137,10 @@ impl KafkaTarget {
     }
 }
 
-/// Creates the report and dead-letter topics unless they exist.
+/// Creates the report and dead-letter topics unless they exist, each taking messages of
+/// [`MAX_MESSAGE_BYTES`] (a broker's default, 1 MB on Kafka, would refuse the largest reports).
 pub async fn ensure_topics(target: &KafkaTarget) -> Result<(), KafkaIngestError> {
+    let largest = (MAX_MESSAGE_BYTES + MESSAGE_OVERHEAD).to_string();
     create_topics(
         &target.brokers,
         &[
@@ -130,11 +148,71 @@ pub async fn ensure_topics(target: &KafkaTarget) -> Result<(), KafkaIngestError>
                 &target.reports_topic,
                 target.partitions,
                 TopicReplication::Fixed(1),
-            ),
-            NewTopic::new(&target.dlq_topic, 1, TopicReplication::Fixed(1)),
+            )
+            .set(TOPIC_MAX_MESSAGE_BYTES, &largest),
+            NewTopic::new(&target.dlq_topic, 1, TopicReplication::Fixed(1))
+                .set(TOPIC_MAX_MESSAGE_BYTES, &largest),
         ],
     )
     .await
+}
+
+/// The largest payload this run may send: `--max-message-bytes`, or less where the broker
+/// says a topic takes less (its `max.message.bytes`, which on Kafka falls back to the broker's
+/// `message.max.bytes`). Sending more would fail the run at the first large report; with the
+/// lower limit that report is dead-lettered with the reason instead. A broker that does not
+/// describe its topics leaves the flag's limit.
+pub async fn message_limit(target: &KafkaTarget) -> Result<usize, KafkaIngestError> {
+    use rdkafka::admin::ResourceSpecifier;
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &target.brokers)
+        .create()
+        .map_err(|source| KafkaIngestError::Client {
+            brokers: target.brokers.clone(),
+            source,
+        })?;
+    let topics = [
+        ResourceSpecifier::Topic(&target.reports_topic),
+        ResourceSpecifier::Topic(&target.dlq_topic),
+    ];
+    let options = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
+    let described = match admin.describe_configs(&topics, &options).await {
+        Ok(described) => described,
+        Err(e) => {
+            tracing::debug!(error = %e, "the broker did not describe the topics' configuration");
+            return Ok(target.max_message_bytes);
+        }
+    };
+    let mut limit = target.max_message_bytes;
+    for (topic, resource) in [&target.reports_topic, &target.dlq_topic]
+        .into_iter()
+        .zip(described)
+    {
+        let Some(bytes) = resource.ok().and_then(|r| {
+            r.get(TOPIC_MAX_MESSAGE_BYTES)
+                .and_then(|e| e.value.as_deref()?.parse::<usize>().ok())
+        }) else {
+            continue;
+        };
+        let fits = bytes.saturating_sub(MESSAGE_OVERHEAD);
+        if fits < 1024 {
+            return Err(KafkaIngestError::TopicLimit {
+                topic: topic.clone(),
+                bytes,
+                wanted: MAX_MESSAGE_BYTES + MESSAGE_OVERHEAD,
+            });
+        }
+        if fits < limit {
+            tracing::warn!(
+                topic = %topic,
+                max_message_bytes = bytes,
+                "the topic takes smaller messages than --max-message-bytes: reports larger than {fits} bytes of JSON are dead-lettered; raise its max.message.bytes to {} to keep them",
+                MAX_MESSAGE_BYTES + MESSAGE_OVERHEAD
+            );
+            limit = fits;
+        }
+    }
+    Ok(limit)
 }
 
 /// Creates topics; one that exists already is fine.
@@ -177,16 +255,19 @@ pub(crate) async fn create_topics(
 /// An idempotent producer: with `acks=all` and idempotence, a retried send never duplicates
 /// or reorders a report within its partition.
 pub fn producer(brokers: &str) -> Result<FutureProducer, KafkaIngestError> {
+    producer_for(brokers, MAX_MESSAGE_BYTES)
+}
+
+/// A [`producer`] whose record batches stay within what a topic taking payloads of `limit`
+/// bytes accepts: librdkafka fills a batch up to its `message.max.bytes`, and the broker
+/// refuses a batch larger than the topic's.
+fn producer_for(brokers: &str, limit: usize) -> Result<FutureProducer, KafkaIngestError> {
     ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("enable.idempotence", "true")
         .set("acks", "all")
         .set("linger.ms", "20")
-        // Room for the key and headers of a message of `MAX_MESSAGE_BYTES`.
-        .set(
-            "message.max.bytes",
-            (MAX_MESSAGE_BYTES + LETTER_HEAD).to_string(),
-        )
+        .set("message.max.bytes", (limit + MESSAGE_OVERHEAD).to_string())
         .set("queue.buffering.max.messages", "100000")
         .create()
         .map_err(|source| KafkaIngestError::Client {
@@ -263,6 +344,13 @@ pub(crate) struct Cut {
     sha256: String,
 }
 
+/// Why something is too large, naming both limits that may have set `limit`.
+fn more_than_a_message(limit: usize) -> String {
+    format!(
+        "more than a message holds ({limit} bytes: the least of --max-message-bytes and the topics' max.message.bytes less {MESSAGE_OVERHEAD} for key and headers)"
+    )
+}
+
 /// A dead letter for `raw`, cut to its first [`LETTER_HEAD`] bytes when it is larger than a
 /// message may be (`limit`): a 260 MB file fed by mistake costs one letter, not the run.
 pub(crate) fn dead_letter(source: Source, raw: Vec<u8>, error: String, limit: usize) -> Item {
@@ -281,8 +369,9 @@ pub(crate) fn dead_letter(source: Source, raw: Vec<u8>, error: String, limit: us
         .collect();
     let head = LETTER_HEAD.min(limit);
     let error = format!(
-        "{error}; the input is {} bytes (sha256 {sha256}), more than a message holds (--max-message-bytes {limit}): this letter keeps its first {head} bytes",
-        raw.len()
+        "{error}; the input is {} bytes (sha256 {sha256}), {}: this letter keeps its first {head} bytes",
+        raw.len(),
+        more_than_a_message(limit)
     );
     Item::Dead {
         source,
@@ -357,8 +446,9 @@ fn parse_into(message: Message<'_>, tx: &tokio::sync::mpsc::Sender<Item>, limit:
                     // One report too large for a message: the mail is kept instead, with why.
                     Item::Report { key, payload, .. } if payload.len() > limit => {
                         let error = format!(
-                            "its report {key} is {} bytes of JSON, more than a message holds (--max-message-bytes {limit})",
-                            payload.len()
+                            "its report {key} is {} bytes of JSON, {}",
+                            payload.len(),
+                            more_than_a_message(limit)
                         );
                         dead_letter(source.clone(), message.bytes.to_vec(), error, limit)
                     }
@@ -402,15 +492,19 @@ pub async fn ingest(
 ) -> Result<IngestSummary, KafkaIngestError> {
     // librdkafka would wait for an unreachable broker for ever; say so within seconds.
     lkplake_kafka::reachable(&target.brokers).await?;
-    if target.create_topics {
+    // librdkafka's mock cluster (`create_topics` off) has neither CreateTopics nor
+    // DescribeConfigs, and takes any size.
+    let limit = if target.create_topics {
         ensure_topics(target).await?;
-    }
-    let producer = producer(&target.brokers)?;
+        message_limit(target).await?
+    } else {
+        target.max_message_bytes
+    };
+    let producer = producer_for(&target.brokers, limit)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(1024);
     let files = inputs.inputs.len() as u64;
     let parser_stop = stop.clone();
     let checkpointing = checkpoints.is_some();
-    let limit = target.max_message_bytes;
     let parser = std::thread::spawn(move || {
         let stop = parser_stop;
         for (input, size) in inputs.inputs {

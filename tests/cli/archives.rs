@@ -20,7 +20,7 @@ const REPORT_MAILS: &str = "tests/fixtures/cgroups-report-mails.mbox.gz";
 fn public_inbox(args: &[&str]) {
     let out = Command::new("infra/public-inbox.sh")
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(crate::common::root())
         .output()
         .unwrap_or_else(|e| panic!("infra/public-inbox.sh: {e}"));
     assert!(
@@ -284,7 +284,7 @@ fn split_mbox(gz: &str, at: usize, dir: &Path) -> (String, String) {
 fn gunzip(gz: &str, out: &mut Vec<u8>) {
     let gunzip = Command::new("gzip")
         .args(["-dc", gz])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(crate::common::root())
         .output()
         .unwrap_or_else(|e| panic!("gzip: {e}"));
     assert!(gunzip.status.success(), "gzip -dc {gz}");

@@ -29,10 +29,7 @@ fn output_json(out: &std::process::Output, what: &str) -> Value {
 
 fn python_client(server: &Server, client: &str) -> Value {
     let out = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/clients/python_clients.py"
-        ))
+        .arg(crate::common::root().join("tests/clients/python_clients.py"))
         .args([client, "127.0.0.1", &server.port.to_string(), PG_PASSWORD])
         .output()
         .unwrap_or_else(|e| panic!("python3: {e}"));
@@ -93,10 +90,7 @@ fn asyncpg_reads_the_seed_numbers_with_prepared_statements_and_transactions() {
 fn node_postgres_reads_the_seed_numbers_and_the_postgres_version() {
     let server = Server::start(&seed_lake("clients-node"), &[]);
     let out = Command::new("node")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/clients/node/client.js"
-        ))
+        .arg(crate::common::root().join("tests/clients/node/client.js"))
         .args(["127.0.0.1", &server.port.to_string(), PG_PASSWORD])
         .output()
         .unwrap_or_else(|e| panic!("node: {e}"));
@@ -245,10 +239,7 @@ fn version_answers_like_postgres_and_savepoints_work_inside_a_read_only_transact
 fn differential(lake: &std::path::Path, seed: u64, count: usize) {
     let server = Server::start(lake, &[]);
     let out = Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/clients/differential.py"
-        ))
+        .arg(crate::common::root().join("tests/clients/differential.py"))
         .arg(lake)
         .arg(server.dsn(PG_PASSWORD))
         .args([seed.to_string(), count.to_string()])

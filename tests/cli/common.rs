@@ -7,10 +7,24 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The checkout the tests read their inputs from. Taken at run time, as nextest sets it, so a
+/// test archive run against another checkout (`infra/soak-transformers.sh`) reads that one.
+pub fn root() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), PathBuf::from)
+}
+
+/// The `lkplake` under test: nextest's run-time path, which follows an archive extracted
+/// elsewhere, else the one cargo built.
+fn binary() -> PathBuf {
+    std::env::var_os("NEXTEST_BIN_EXE_lkplake")
+        .map_or_else(|| env!("CARGO_BIN_EXE_lkplake").into(), PathBuf::from)
+}
+
 pub fn command(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lkplake"));
+    let mut cmd = Command::new(binary());
     cmd.args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(root())
         .env("LKPLAKE_LOG", "warn,buoyant_kernel=off");
     cmd
 }
@@ -447,12 +461,9 @@ impl Server {
         load: &[&str],
     ) -> serde_json::Value {
         let mut cmd = Command::new("python3");
-        cmd.arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/clients/pg_client.py"
-        ))
-        .arg(self.dsn(password))
-        .args(load);
+        cmd.arg(root().join("tests/clients/pg_client.py"))
+            .arg(self.dsn(password))
+            .args(load);
         let out = run_with_stdin(cmd, statements.to_string().as_bytes());
         let stdout = String::from_utf8_lossy(&out.stdout);
         serde_json::from_str(&stdout).unwrap_or_else(|e| {

@@ -280,7 +280,7 @@ fn grafanas_macros_expand_like_grafana_does() {
 fn every_dashboard_query_runs_and_returns_rows_on_the_corpus_lake() {
     let lake = corpus_lake();
     let server = Server::start(&lake, &[]);
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/grafana/dashboards");
+    let dir = crate::common::root().join("infra/grafana/dashboards");
     let mut dashboards: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))

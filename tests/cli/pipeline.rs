@@ -64,7 +64,7 @@ pub(crate) fn expected(paths: &[&str]) -> Expected {
 pub(crate) fn transform_summary(stderr: &str) -> (i64, i64) {
     let line = stderr
         .lines()
-        .find(|l| l.starts_with("lkplake transform: "))
+        .find(|l| l.starts_with("lkplake transform: ") && l.contains(" messages: "))
         .unwrap_or_else(|| panic!("no summary in {stderr}"));
     let number_before = |label: &str| -> i64 {
         let end = line
@@ -505,6 +505,18 @@ fn a_report_sent_twice_and_quoted_once_is_one_report_with_the_originals_data() {
     );
 }
 
+/// The line of `lkplake dlq` that lists the letter of `source` (`PATH#INDEX`).
+fn dead_letter_line(p: &Pipeline, source: &str) -> String {
+    let out = p.run(&["dlq"]);
+    assert!(out.status.success());
+    let listing = String::from_utf8_lossy(&out.stdout);
+    listing
+        .lines()
+        .find(|l| l.contains(source))
+        .unwrap_or_else(|| panic!("no letter of {source} in {listing}"))
+        .to_owned()
+}
+
 #[test]
 fn an_input_too_large_for_a_message_leaves_a_letter_of_its_first_bytes_and_the_run_goes_on() {
     let dir = temp_dir("too-large");
@@ -536,13 +548,7 @@ fn an_input_too_large_for_a_message_leaves_a_letter_of_its_first_bytes_and_the_r
         ),
         "{stderr}"
     );
-    let out = p.run(&["dlq"]);
-    assert!(out.status.success());
-    let listing = String::from_utf8_lossy(&out.stdout);
-    let letter = listing
-        .lines()
-        .find(|l| l.contains("pack.bin#0"))
-        .unwrap_or_else(|| panic!("{listing}"));
+    let letter = dead_letter_line(&p, "pack.bin#0");
     for part in [
         "17825792",
         "binary data",
@@ -576,14 +582,9 @@ fn an_input_too_large_for_a_message_leaves_a_letter_of_its_first_bytes_and_the_r
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("0 reports (0 quoted copies)"), "{stderr}");
     assert!(stderr.contains("2 dead-lettered"), "{stderr}");
-    let out = p.run(&["dlq"]);
-    let listing = String::from_utf8_lossy(&out.stdout);
-    let letter = listing
-        .lines()
-        .find(|l| l.contains("000_304c359333adb001.txt#0"))
-        .unwrap_or_else(|| panic!("{listing}"));
+    let letter = dead_letter_line(&p, "000_304c359333adb001.txt#0");
     assert!(
-        letter.contains("bytes of JSON, more than a message holds (--max-message-bytes 4096)"),
+        letter.contains("bytes of JSON, more than a message holds (4096 bytes"),
         "{letter}"
     );
     p.transform_until_idle();
@@ -591,6 +592,74 @@ fn an_input_too_large_for_a_message_leaves_a_letter_of_its_first_bytes_and_the_r
         scalar_i64(&p.query("SELECT count(DISTINCT report_key) FROM reports")),
         1,
         "seed 003, from the first run"
+    );
+}
+
+/// Creates the pipeline's topics before any `lkplake` does, each taking messages of at most
+/// `max_message_bytes`: what an operator's Kafka does with its 1 MB default.
+fn create_topics_taking(p: &Pipeline, max_message_bytes: usize) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    use rdkafka::client::DefaultClientContext;
+    let admin: AdminClient<DefaultClientContext> = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", crate::common::broker())
+        .create()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let limit = max_message_bytes.to_string();
+    let topics = [
+        NewTopic::new(&p.topic, 3, TopicReplication::Fixed(1)).set("max.message.bytes", &limit),
+        NewTopic::new(&p.dlq, 1, TopicReplication::Fixed(1)).set("max.message.bytes", &limit),
+    ];
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let results = runtime
+        .block_on(admin.create_topics(&topics, &AdminOptions::new()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    for result in results {
+        result.unwrap_or_else(|(topic, code)| panic!("create {topic}: {code}"));
+    }
+}
+
+#[test]
+fn a_topic_taking_less_than_max_message_bytes_dead_letters_the_larger_reports_and_the_run_goes_on()
+{
+    let p = Pipeline::new("small-topic");
+    // 28 KiB topics: 12 KiB of payload once key, headers and batch framing (16 KiB) are
+    // allowed for. Seed 000's report is larger than that as JSON (its mail is 10,861 bytes,
+    // and the JSON spells out every row); seed 003's is smaller.
+    create_topics_taking(&p, 28 << 10);
+    let seed = "examples/reports/000_304c359333adb001.txt";
+    let out = p.ingest(&[seed, "examples/reports/003_9c167c0450c9a958.txt"]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("takes smaller messages than --max-message-bytes"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "2 messages: 1 reports (0 quoted copies), 0 mentions, 0 not reports skipped, 1 dead-lettered"
+        ),
+        "{stderr}"
+    );
+    let letter = dead_letter_line(&p, "000_304c359333adb001.txt#0");
+    assert!(
+        letter.contains("bytes of JSON, more than a message holds (12288 bytes"),
+        "{letter}"
+    );
+    // The mail fits the topic, so the letter is all of it and can be replayed later.
+    let out = p.run(&["dlq", "show", "0"]);
+    assert!(out.status.success());
+    assert_eq!(
+        out.stdout,
+        std::fs::read(seed).unwrap_or_else(|e| panic!("{e}"))
+    );
+    p.transform_until_idle();
+    // Seed 003 alone: "commit: c0af5203b9dbf4cd8b424298b1cb809f4535802a" in its opening.
+    assert_eq!(
+        column_strings(&p.query("SELECT DISTINCT commit FROM reports"), 0),
+        vec!["c0af5203b9dbf4cd8b424298b1cb809f4535802a".to_owned()]
     );
 }
 
@@ -846,8 +915,10 @@ fn spawn_transformer(p: &Pipeline, args: &[&str]) -> (std::process::Child, std::
 }
 
 /// Waits for every member, at most 240 s in all: a member still running then is killed, and
-/// the test fails with every member's log.
-fn assert_exited_cleanly(mut members: Vec<(std::process::Child, std::path::PathBuf)>) {
+/// the test fails with every member's log. Returns the logs, in the members' order.
+fn assert_exited_cleanly(
+    mut members: Vec<(std::process::Child, std::path::PathBuf)>,
+) -> Vec<String> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
     let mut statuses = Vec::new();
     for (child, _) in &mut members {
@@ -879,6 +950,62 @@ fn assert_exited_cleanly(mut members: Vec<(std::process::Child, std::path::PathB
             "transformer {i} ended with {status:?} (None: still running after 240 s, killed)"
         );
     }
+    logs
+}
+
+/// Every partition a member's log says it was given (`rebalance: partitions assigned here
+/// assigned={0, 2}`), over all its rebalances.
+fn partitions_assigned(log: &str) -> std::collections::BTreeSet<i32> {
+    log.lines()
+        .filter(|l| l.contains("partitions assigned here"))
+        .filter_map(|l| {
+            let set = &l[l.rfind('{')? + 1..l.rfind('}')?];
+            Some(
+                set.split(", ")
+                    .filter_map(|n| n.trim().parse().ok())
+                    .collect::<Vec<i32>>(),
+            )
+        })
+        .flatten()
+        .collect()
+}
+
+/// Waits, at most 60 s, until the member logging to `log` has been given a partition.
+fn wait_for_partitions(log: &std::path::Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while partitions_assigned(&std::fs::read_to_string(log).unwrap_or_default()).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no partition given within 60 s: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// The group really shared the work: every member was given some partition, all `partitions`
+/// of the topic were given to someone, and the members' "reports written" add up to the
+/// reports of the input (no member's write was lost from its count or counted twice).
+fn assert_members_shared(logs: &[String], partitions: i32, e: &Expected) {
+    let mut all = std::collections::BTreeSet::new();
+    for (i, log) in logs.iter().enumerate() {
+        let got = partitions_assigned(log);
+        assert!(
+            !got.is_empty(),
+            "transformer {i} was never given a partition"
+        );
+        all.extend(got);
+    }
+    assert_eq!(
+        all,
+        (0..partitions).collect(),
+        "partitions given to no member"
+    );
+    let written: i64 = logs.iter().map(|log| transform_summary(log).1).sum();
+    assert_eq!(
+        written, e.reports as i64,
+        "reports written by the members, summed"
+    );
 }
 
 #[test]
@@ -893,9 +1020,10 @@ fn two_transformers_in_one_group_share_the_partitions_without_doubling_a_row() {
         spawn_transformer(&p, &["--until-idle"]),
         spawn_transformer(&p, &["--until-idle"]),
     ];
-    assert_exited_cleanly(both);
+    let logs = assert_exited_cleanly(both);
     // `--until-idle` stops only when the whole topic is in the lake, whoever wrote it.
     assert_each_report_once(&p, &e);
+    assert_members_shared(&logs, 3, &e);
 }
 
 #[test]
@@ -911,19 +1039,21 @@ fn three_transformers_over_six_partitions_one_joining_late_one_leaving_early_wri
     );
     assert!(p.run(&["compact"]).status.success());
     let first = spawn_transformer(&p, &["--until-idle"]);
-    // A long-running member that is stopped while the others still work: it commits what it
-    // holds, leaves the group, and its partitions move to the others mid-stream.
+    // A long-running member that is stopped once it holds partitions: it commits what it
+    // holds, leaves the group, and its partitions move to the others. (A fixed two seconds
+    // were sometimes not enough for it to join, and the test then proved less than its name.)
     let leaving = spawn_transformer(&p, &[]);
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    wait_for_partitions(&leaving.1);
     let late = spawn_transformer(&p, &["--until-idle"]);
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    wait_for_partitions(&late.1);
     let status = std::process::Command::new("kill")
         .args(["-TERM", &leaving.0.id().to_string()])
         .status()
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(status.success());
-    assert_exited_cleanly(vec![leaving, first, late]);
+    let logs = assert_exited_cleanly(vec![leaving, first, late]);
     assert_each_report_once(&p, &e);
+    assert_members_shared(&logs, 6, &e);
 }
 
 /// The scrape of `lkplake serve --http` at `port`, as (sample line without value, value).

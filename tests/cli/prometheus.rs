@@ -346,12 +346,10 @@ fn prometheus_scrapes_the_exporter_and_answers_what_the_lake_holds() {
     assert_eq!(sample_value(&rows[0]), 560.0);
 
     // Every panel of the exporter dashboard has data, its variables set to All.
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/infra/grafana/dashboards/lkplake-exporter.json"
-    );
-    let dashboard: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    let path = crate::common::root().join("infra/grafana/dashboards/lkplake-exporter.json");
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut panels = 0;
     for panel in dashboard["panels"].as_array().cloned().unwrap_or_default() {
         for target in panel["targets"].as_array().cloned().unwrap_or_default() {
@@ -490,12 +488,10 @@ fn an_openmetrics_export_backfills_prometheus_with_the_lakes_history() {
 
 #[test]
 fn promtool_accepts_the_shipped_prometheus_config() {
-    let config = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/infra/prometheus/prometheus.yml"
-    );
+    let config = crate::common::root().join("infra/prometheus/prometheus.yml");
     let out = Command::new("promtool")
-        .args(["check", "config", "--syntax-only", config])
+        .args(["check", "config", "--syntax-only"])
+        .arg(&config)
         .output()
         .unwrap_or_else(|e| panic!("promtool must be installed: {e}"));
     assert!(

@@ -310,9 +310,17 @@ fn grafanas_introspection_and_macro_expanded_queries_run() {
     // The same set through psycopg, which uses the extended protocol.
     let statements: Vec<&str> = GRAFANA.iter().skip(3).map(|(_, sql)| *sql).collect();
     let results = server.psycopg(PG_PASSWORD, &json!(statements), &[]);
-    for (result, sql) in results.as_array().into_iter().flatten().zip(&statements) {
+    let results = results
+        .as_array()
+        .unwrap_or_else(|| panic!("psycopg answered no list of results: {results}"));
+    assert_eq!(results.len(), statements.len(), "{results:#?}");
+    for (result, sql) in results.iter().zip(&statements) {
         assert!(result.get("error").is_none(), "{sql}: {result}");
     }
+    // The values known above, now as typed values: an integer, no row, two floats.
+    assert_eq!(results[0]["rows"], json!([[1600]]));
+    assert_eq!(results[1]["rows"], json!([]));
+    assert_eq!(results[6]["rows"], json!([[1674086400.0, 2.758e8]]));
 }
 
 #[test]

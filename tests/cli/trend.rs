@@ -212,10 +212,9 @@ fn planted_steps_are_found_at_their_commit_saved_to_the_lake_and_only_new_series
     // The dashboard panel over `changes` runs through the Postgres server, with Grafana's
     // $__timeFilter expanded as its backend does, and shows every change point.
     let dashboard: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/infra/grafana/dashboards/lkplake-changes.json"
-        ))
+        &std::fs::read_to_string(
+            crate::common::root().join("infra/grafana/dashboards/lkplake-changes.json"),
+        )
         .unwrap_or_default(),
     )
     .unwrap_or_else(|e| panic!("dashboard JSON: {e}"));
