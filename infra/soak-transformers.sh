@@ -28,6 +28,7 @@ if [ "$filter" = pipeline ]; then
 fi
 soak_dir=$(realpath "$log_dir")
 archive="$soak_dir/tests.tar.zst"
+mkdir -p "$soak_dir/extracted"
 cargo nextest archive --workspace --locked --features lkplake/fault-injection \
     --archive-file "$archive" >"$soak_dir/archive.log" 2>&1
 snapshot="$soak_dir/checkout"
