@@ -134,7 +134,7 @@ fn status(error: &anyhow::Error) -> Status {
 
     fn query(e: &QueryError) -> Status {
         match e {
-            QueryError::Lake(_) => Status::Lake,
+            _ if e.is_unreadable_lake() => Status::Lake,
             QueryError::InvalidRegex { .. } | QueryError::Refused(_) => Status::Usage,
             _ => Status::Failed,
         }
@@ -191,7 +191,26 @@ fn status(error: &anyhow::Error) -> Status {
     Status::Failed
 }
 
+/// delta-rs 1.1, after an upload fails (a full disk), calls object_store's `BufWriter::abort`,
+/// which panics by design once shutdown has begun ("Already shut down"); delta-rs catches that
+/// panic and logs a warning of its own. The default hook would still print the caught panic
+/// with a backtrace, as if lkplake had crashed: this hook leaves out that one panic and
+/// reports every other as before.
+fn quiet_caught_library_panics() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let caught_by_delta = info.location().is_some_and(|at| {
+            at.file().contains("object_store") && at.file().ends_with("buffered.rs")
+        }) && info.payload().downcast_ref::<&str>()
+            == Some(&"Already shut down");
+        if !caught_by_delta {
+            report(info);
+        }
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_caught_library_panics();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("LKPLAKE_LOG")
@@ -214,12 +233,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// The error and its causes, each cause once: library errors often already print their source,
-/// and anyhow's `{:#}` would repeat it.
+/// The error and its causes, each cause once (library errors often already print their source,
+/// and anyhow's `{:#}` would repeat it) and without the backtrace delta-kernel's carry.
 fn describe(error: &anyhow::Error) -> String {
     let mut text = error.to_string();
     for cause in error.chain().skip(1) {
-        let cause = cause.to_string();
+        let cause = lkplake_lake::without_backtrace(&cause.to_string());
         if !text.contains(&cause) {
             text.push_str(": ");
             text.push_str(&cause);

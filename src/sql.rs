@@ -81,7 +81,11 @@ async fn execute(
 ) -> anyhow::Result<()> {
     let frame = engine.sql(sql).await?;
     let schema = std::sync::Arc::new(frame.schema().as_arrow().clone());
-    let batches = frame.collect().await?;
+    // As a QueryError, so that a lake file that cannot be read exits with the lake's status.
+    let batches = frame
+        .collect()
+        .await
+        .map_err(lkplake_query::QueryError::from)?;
     format::write(out, &schema, &batches, format)?;
     Ok(())
 }

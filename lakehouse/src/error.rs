@@ -21,7 +21,8 @@ pub enum LakeError {
         "no lake table at {table}: run `lkplake run` or `lkplake transform --lake {lake}` first"
     )]
     NoLake { lake: String, table: String },
-    #[error("lake table {table}: {source}")]
+    // delta-kernel's errors end their text with a backtrace: it is left out.
+    #[error("lake table {table}: {}", crate::damage::explain(source))]
     Delta {
         table: &'static str,
         source: DeltaTableError,

@@ -12,15 +12,17 @@
 
 #![warn(missing_docs)]
 
+mod damage;
 pub mod derived;
 mod error;
 mod location;
 mod reader;
 mod writer;
 
+pub use damage::without_backtrace;
 pub use error::LakeError;
 pub use location::LakeUrl;
-pub use reader::{LakeTables, TableHealth};
+pub use reader::{Damaged, LakeTables, TableHealth};
 pub use writer::{Batches, CompactSummary, Lake, Progress, Table, app_id};
 
 /// Re-exported for callers that build commits: the Kafka offsets a commit covers.

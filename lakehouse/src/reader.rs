@@ -58,20 +58,42 @@ pub struct TableHealth {
     pub committed_ms: Option<i64>,
 }
 
+/// A table that exists but cannot be read (a damaged log entry), with why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damaged {
+    /// The table's name in the lake.
+    pub name: &'static str,
+    /// What is wrong, naming the file where it is known.
+    pub error: String,
+}
+
 /// The lake's tables at some version.
 #[derive(Debug)]
 pub struct LakeTables {
     url: LakeUrl,
     tables: Vec<(&'static str, DeltaTable)>,
+    /// Tables that could not be opened: the others are served, and each refresh tries these
+    /// again (someone may have restored the damaged file).
+    damaged: Vec<Damaged>,
+    /// Tables whose latest commits could not be loaded: still served at the version loaded
+    /// before, with why.
+    stale: HashMap<&'static str, String>,
 }
 
 impl LakeTables {
     /// Opens the tables of the lake at `url`. Unlike the writer, a reader never creates a
     /// lake: a wrong path should say so rather than serve an empty one.
+    /// A table that exists but cannot be read does not stop the others from being served: it
+    /// is listed by [`LakeTables::damaged`] instead.
     pub async fn open(url: &LakeUrl) -> Result<Self, LakeError> {
-        let mut tables = Vec::with_capacity(TABLES.len());
+        let mut lake = Self {
+            url: url.clone(),
+            tables: Vec::with_capacity(TABLES.len()),
+            damaged: Vec::new(),
+            stale: HashMap::new(),
+        };
         for name in TABLES {
-            let Some(table) = open_existing(url, name).await? else {
+            if !lake.try_open(name).await? {
                 let table = match url.local_table(name) {
                     Some(path) => path.display().to_string(),
                     None => url.table(name)?.to_string(),
@@ -80,30 +102,63 @@ impl LakeTables {
                     lake: url.to_string(),
                     table,
                 });
-            };
-            tables.push((name, table));
+            }
         }
-        let mut lake = Self {
-            url: url.clone(),
-            tables,
-        };
         lake.open_new_tables().await?;
         Ok(lake)
     }
 
-    /// Opens later tables created since the lake was opened.
-    async fn open_new_tables(&mut self) -> Result<bool, LakeError> {
-        let mut opened = false;
-        for name in LATER_TABLES {
-            if self.tables.iter().any(|(n, _)| *n == name) {
-                continue;
-            }
-            if let Some(table) = open_existing(&self.url, name).await? {
+    /// Opens table `name` into the served set, or records it as damaged; false when the lake
+    /// has no such table.
+    async fn try_open(&mut self, name: &'static str) -> Result<bool, LakeError> {
+        match open_existing(&self.url, name).await {
+            Ok(Some(table)) => {
+                self.damaged.retain(|d| d.name != name);
                 self.tables.push((name, table));
-                opened = true;
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(e @ (LakeError::Url { .. } | LakeError::Io { .. })) => Err(e),
+            Err(e) => {
+                let error = crate::damage::diagnose(&self.url, name, &e).await;
+                if !self
+                    .damaged
+                    .iter()
+                    .any(|d| d.name == name && d.error == error)
+                {
+                    tracing::error!(table = name, "{error}");
+                }
+                self.damaged.retain(|d| d.name != name);
+                self.damaged.push(Damaged { name, error });
+                Ok(true)
             }
         }
-        Ok(opened)
+    }
+
+    /// Opens later tables created since the lake was opened, and damaged tables that can be
+    /// read again; true when one was opened.
+    async fn open_new_tables(&mut self) -> Result<bool, LakeError> {
+        let before = self.tables.len();
+        for name in TABLES.into_iter().chain(LATER_TABLES) {
+            // A table of TABLES that is not served was found damaged: `open` needs the rest.
+            if !self.has(name) {
+                self.try_open(name).await?;
+            }
+        }
+        Ok(self.tables.len() > before)
+    }
+
+    /// Tables that exist but could not be opened, with why.
+    pub fn damaged(&self) -> &[Damaged] {
+        &self.damaged
+    }
+
+    /// Tables served at an older version because their newest commits could not be loaded,
+    /// with why.
+    pub fn stale(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.stale
+            .iter()
+            .map(|(name, error)| (*name, error.as_str()))
     }
 
     /// Whether `name` is one of the open tables.
@@ -139,11 +194,35 @@ impl LakeTables {
     }
 
     /// Loads commits made since the last load; true when any table moved.
+    /// A table whose new commits cannot be loaded keeps being served at the version it had,
+    /// and is listed by [`LakeTables::stale`] until they can.
     pub async fn refresh(&mut self) -> Result<bool, LakeError> {
         let opened = self.open_new_tables().await?;
         let before = self.versions();
         for (name, table) in &mut self.tables {
-            table.update_state().await.map_err(LakeError::delta(name))?;
+            match table.update_state().await {
+                Ok(()) => {
+                    self.stale.remove(name);
+                }
+                Err(source) => {
+                    let error = crate::damage::diagnose(
+                        &self.url,
+                        name,
+                        &LakeError::Delta {
+                            table: name,
+                            source,
+                        },
+                    )
+                    .await;
+                    if self.stale.get(name) != Some(&error) {
+                        tracing::error!(
+                            table = *name,
+                            "{error}; serving the version loaded before"
+                        );
+                    }
+                    self.stale.insert(name, error);
+                }
+            }
         }
         Ok(opened || self.versions() != before)
     }

@@ -2,6 +2,7 @@
 //! views. A refresh swaps the whole set at once, so a query being planned sees either the old
 //! versions or the new ones, never a table missing or views pointing at an older table.
 
+use crate::damaged::DamagedTable;
 use crate::error::QueryError;
 use crate::executor::DedicatedExecutor;
 use crate::policy;
@@ -186,7 +187,15 @@ impl Engine {
     /// Builds tables and views at the loaded versions in a scratch session, then publishes
     /// them all at once.
     async fn install(&self) -> Result<(), QueryError> {
-        let providers = self.tables.lock().await.providers().await?;
+        let (mut providers, damaged) = {
+            let tables = self.tables.lock().await;
+            (tables.providers().await?, tables.damaged().to_vec())
+        };
+        for table in damaged {
+            if let Some(schema) = lkplake_schemas::tables::schema_of(table.name) {
+                providers.push((table.name, DamagedTable::provider(schema, table.error)));
+            }
+        }
         // A session of its own: the served one has pg_catalog and client settings layered on.
         let scratch = SessionContext::new_with_config(session_config(&self.config));
         let mut entries = BTreeMap::new();

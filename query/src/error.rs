@@ -36,6 +36,22 @@ pub enum QueryError {
     },
 }
 
+impl QueryError {
+    /// Whether the lake's own files failed the query: a damaged table, or a data file its log
+    /// lists that is missing or cut short. (Exit status 4, the lake's, rather than a query's.)
+    pub fn is_unreadable_lake(&self) -> bool {
+        match self {
+            QueryError::Lake(_) => true,
+            QueryError::DataFusion(e) => match e.find_root() {
+                DataFusionError::External(inner) => inner.is::<crate::damaged::Damage>(),
+                DataFusionError::ObjectStore(_) | DataFusionError::ParquetError(_) => true,
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+}
+
 impl From<DataFusionError> for QueryError {
     fn from(e: DataFusionError) -> Self {
         QueryError::DataFusion(Box::new(e))

@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod columns;
+pub mod damaged;
 pub mod engine;
 pub mod error;
 pub mod executor;

@@ -163,3 +163,17 @@ pub static TREND_SERIES: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("settings", DataType::Utf8, false),
     ]))
 });
+
+/// The schema of lake table `name`, if it is one of the tables above.
+pub fn schema_of(name: &str) -> Option<SchemaRef> {
+    let schema = match name {
+        METRICS_TABLE => &METRICS,
+        REPORTS_TABLE => &REPORTS,
+        FAILURES_TABLE => &FAILURES,
+        MENTIONS_TABLE => &MENTIONS,
+        CHANGES_TABLE => &CHANGES,
+        TREND_SERIES_TABLE => &TREND_SERIES,
+        _ => return None,
+    };
+    Some(Arc::clone(schema))
+}

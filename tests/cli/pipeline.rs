@@ -793,6 +793,76 @@ fn generated(name: &str, reports: usize) -> String {
     dir.to_string_lossy().into_owned()
 }
 
+/// A tmpfs of a given size, unmounted when dropped: a disk that fills up.
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    fn mount(name: &str, size: &str) -> Self {
+        let dir = temp_dir(name);
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir)
+            .output()
+            .unwrap_or_else(|e| panic!("mount: {e}"));
+        assert!(
+            out.status.success(),
+            "mounting a {size} tmpfs at {} (the full-disk test needs root, as infra/test.sh has): {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Self(dir)
+    }
+
+    fn resize(&self, size: &str) {
+        let out = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .output()
+            .unwrap_or_else(|e| panic!("mount: {e}"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn a_full_disk_stops_the_transformer_with_the_lakes_error_and_loses_nothing_once_there_is_room() {
+    let reports = generated("full-disk", 600);
+    let e = expected(&[&reports]);
+    let disk = SmallDisk::mount("full-disk-lake", "256k");
+    let mut p = Pipeline::new("full-disk");
+    p.lake = disk.0.join("lake");
+    assert!(p.ingest(&[&reports]).status.success());
+
+    let out = p.run(&["transform", "--until-idle", "--flush-ms", "500"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // 4: the lake's status (README, "Exit statuses"); no panic, and the cause as the OS says it.
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(
+        stderr.contains("the disk holding the lake is full"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    // Room again: a second run writes every report, once. What the first run could not
+    // commit is still in Kafka, since offsets follow the lake's commits.
+    disk.resize("256m");
+    p.transform_until_idle();
+    assert_each_report_once(&p, &e);
+}
+
 /// A small deterministic generator of kill delays, so a failure can be replayed.
 fn delays(seed: u64, n: usize, min_ms: u64, max_ms: u64) -> Vec<std::time::Duration> {
     let mut x = seed;

@@ -330,3 +330,110 @@ fn limit_is_kept_above_a_metadata_only_scan() {
         0
     );
 }
+
+/// The newest commit file of `table`'s log.
+fn newest_log_entry(lake: &std::path::Path, table: &str) -> std::path::PathBuf {
+    let mut entries: Vec<_> = std::fs::read_dir(lake.join(table).join("_delta_log"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    entries.sort();
+    entries
+        .pop()
+        .unwrap_or_else(|| panic!("no log entry in {table}"))
+}
+
+/// The one data file of a `metrics` partition of the seed lake.
+fn partition_file(lake: &std::path::Path, testcase: &str, machine: &str) -> std::path::PathBuf {
+    let dir = lake
+        .join("metrics")
+        .join(format!("testcase={testcase}"))
+        .join(format!("machine={machine}"));
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| Some(e.ok()?.path()))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].clone()
+}
+
+fn sql(lake: &std::path::Path, statement: &str) -> std::process::Output {
+    lkplake(&["sql", "--lake", &lake.to_string_lossy(), statement], None)
+}
+
+#[test]
+fn a_damaged_log_entry_is_named_and_the_other_tables_still_answer() {
+    let lake = seed_lake("sql-damaged-log");
+    let entry = newest_log_entry(&lake, "metrics");
+    // A commit cut short, as a full disk or a crash of a writer without atomic renames leaves it.
+    let text = std::fs::read(&entry).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&entry, &text[..text.len() / 2]).unwrap_or_else(|e| panic!("{e}"));
+
+    let out = sql(&lake, "SELECT count(*) FROM metrics");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // 4: the lake's status (README, "Exit statuses").
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains(&format!("its log entry {} is damaged", entry.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("restore that file from a backup"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("0: "), "no backtrace: {stderr}");
+    // A view over it fails the same way; the table beside it is served.
+    let out = sql(&lake, "SELECT count(*) FROM comparisons");
+    assert_eq!(out.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is damaged"));
+    assert_eq!(
+        sql_json(&lake, "SELECT count(*) AS n FROM reports"),
+        vec![json!({"n": 5})],
+        "the five seeds"
+    );
+}
+
+#[test]
+fn a_missing_or_truncated_data_file_is_named_and_the_other_partitions_still_answer() {
+    let lake = seed_lake("sql-missing-file");
+    let missing = partition_file(&lake, "aim9", "lkp-ivb-2ep1");
+    std::fs::remove_file(&missing).unwrap_or_else(|e| panic!("{e}"));
+    let out = sql(&lake, "SELECT sum(value) FROM metrics");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{} not found", missing.display())),
+        "{stderr}"
+    );
+    // Seed 002's partition is not that file: its numbers are served as the report prints them.
+    let rows = sql_json(
+        &lake,
+        &format!(
+            "SELECT base_value, head_value FROM comparisons WHERE {SEED_002} AND metric = 'vm-scalability.throughput'"
+        ),
+    );
+    assert_eq!(
+        rows,
+        vec![json!({"base_value": 2.352e8, "head_value": 3.164e8})]
+    );
+
+    // Cut to its first 100 bytes, Parquet's footer is gone.
+    let cut = partition_file(&lake, "vm-scalability", "lkp-csl-2sp3");
+    let bytes = std::fs::read(&cut).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&cut, &bytes[..100]).unwrap_or_else(|e| panic!("{e}"));
+    let out = sql(
+        &lake,
+        &format!("SELECT base_value FROM comparisons WHERE {SEED_002}"),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let cut_name = cut
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    assert!(
+        stderr.contains(&cut_name),
+        "the cut file is named: {stderr}"
+    );
+}

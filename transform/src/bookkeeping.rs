@@ -254,7 +254,9 @@ impl Ledger {
             }
         };
         let message = match message {
-            Some(Message::Report(r)) => self.deduplicate(*r).map(|r| Message::Report(Box::new(r))),
+            Some(Message::Report(r)) => self
+                .deduplicate(*r, tables)
+                .map(|r| Message::Report(Box::new(r))),
             Some(Message::Mention(m)) => {
                 if self.mention_keys.insert(m.mention_key.clone()) {
                     Some(Message::Mention(m))
@@ -288,22 +290,41 @@ impl Ledger {
     }
 
     /// Keeps a report unless the lake or the buffer already has it; an original replaces a
-    /// quoted copy.
-    fn deduplicate(&mut self, report: Report) -> Option<Report> {
+    /// quoted copy. `tables` are the tables still to be written for its offset.
+    ///
+    /// Two messages of one key in the buffer may stand differently in the lake: after a crash
+    /// between table commits, `metrics` may cover one of them (its rows are in the lake) and
+    /// not the other, while `reports` covers neither, so the key is not among the lake's
+    /// keys. The one kept is written to the tables its own offset still needs, and when
+    /// `metrics` covers the other one but not it, the lake holds the other one's rows: they
+    /// are deleted first, as for a quoted copy the lake holds.
+    fn deduplicate(&mut self, report: Report, tables: Tables) -> Option<Report> {
         let incoming = if report.quoted {
             Seen::Quoted
         } else {
             Seen::Original
         };
         if let Some(&i) = self.buffered_keys.get(&report.report_key) {
-            let held = self.buffer.get_mut(i).and_then(Pending::report_mut);
-            match held {
-                Some(held) if held.quoted && incoming == Seen::Original => {
-                    self.summary.replaced_quoted += 1;
-                    *held = report;
-                }
-                _ => self.summary.duplicates += 1,
+            let held = self.buffer.get_mut(i)?;
+            let replaces =
+                held.report_mut().is_some_and(|r| r.quoted) && incoming == Seen::Original;
+            let (kept, other) = if replaces {
+                (tables, held.tables)
+            } else {
+                (held.tables, tables)
+            };
+            // Tables commit in order with the same offsets, so a table that does not cover
+            // an offset is followed by none that does: `metrics` decides for all of them.
+            if kept.contains(Table::Metrics) && !other.contains(Table::Metrics) {
+                self.replace.insert(report.report_key.clone());
             }
+            if replaces {
+                // Buffered at its own offset, whose progress decides its tables at the flush.
+                self.summary.replaced_quoted += 1;
+                held.message = None;
+                return Some(report);
+            }
+            self.summary.duplicates += 1;
             return None;
         }
         match self.lake_keys.get(&report.report_key) {
@@ -734,6 +755,71 @@ mod tests {
             scalar(dir.path(), "SELECT count(*) FROM metrics").await,
             rows(&report)
         );
+    }
+
+    /// The lake as a crash between the `metrics` commit and the next leaves it: the newest
+    /// commit of every later table is gone.
+    fn crash_after_the_metrics_commit(lake: &Path) {
+        for table in ["failures", "mentions", "reports"] {
+            let log = lake.join(table).join("_delta_log");
+            let mut entries: Vec<_> = std::fs::read_dir(&log)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .filter_map(|e| Some(e.ok()?.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json"))
+                .collect();
+            entries.sort();
+            let newest = entries
+                .pop()
+                .unwrap_or_else(|| panic!("{table} has no commit"));
+            std::fs::remove_file(newest).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
+    /// A quoted copy whose rows reached `metrics` before a crash, and its original at an offset
+    /// no table covers, delivered again in either order: the original's rows, once.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn after_a_crash_between_table_commits_an_original_replaces_the_quoted_rows_in_metrics() {
+        let original = seeds().remove(0);
+        let mut quoted = original.clone();
+        quoted.quoted = true;
+        quoted.tests.iter_mut().for_each(|t| t.rows.truncate(3));
+        for original_first in [true, false] {
+            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            let mut first = ledger(dir.path()).await;
+            accept(&mut first, 0, 0, &json(&quoted)).await;
+            flush(&mut first).await;
+            drop(first);
+            crash_after_the_metrics_commit(dir.path());
+            assert_eq!(
+                scalar(dir.path(), "SELECT count(*) FROM metrics").await,
+                rows(&quoted)
+            );
+            assert_eq!(scalar(dir.path(), "SELECT count(*) FROM reports").await, 0);
+
+            let mut second = ledger(dir.path()).await;
+            if original_first {
+                accept(&mut second, 1, 0, &json(&original)).await;
+                accept(&mut second, 0, 0, &json(&quoted)).await;
+            } else {
+                accept(&mut second, 0, 0, &json(&quoted)).await;
+                accept(&mut second, 1, 0, &json(&original)).await;
+            }
+            flush(&mut second).await;
+            assert_eq!(
+                scalar(dir.path(), "SELECT count(*) FROM metrics").await,
+                rows(&original),
+                "original first: {original_first}"
+            );
+            assert_eq!(
+                scalar(dir.path(), "SELECT count(*) FROM reports WHERE NOT quoted").await,
+                i64::try_from(original.tests.len()).unwrap_or_default(),
+                "original first: {original_first}"
+            );
+            assert_eq!(
+                scalar(dir.path(), "SELECT count(*) FROM reports").await,
+                i64::try_from(original.tests.len()).unwrap_or_default()
+            );
+        }
     }
 
     #[tokio::test(flavor = "multi_thread")]
