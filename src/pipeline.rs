@@ -306,7 +306,7 @@ pub async fn run_ingest(args: &IngestArgs, shutdown: &Shutdown) -> anyhow::Resul
 
 fn print_transform(summary: &TransformSummary) {
     eprintln!(
-        "lkplake transform: {} messages: {} reports written ({} metric rows, {} commits), {} mentions written, {} duplicates skipped, {} quoted copies replaced by their original, {} already in the lake, {} undecodable",
+        "lkplake transform: {} messages: {} reports written ({} metric rows, {} commits), {} mentions written, {} duplicates skipped, {} quoted copies replaced by their original, {} already in the lake, {} undecodable, {} commits retried after a conflict",
         summary.messages,
         summary.reports,
         summary.metric_rows,
@@ -316,6 +316,7 @@ fn print_transform(summary: &TransformSummary) {
         summary.replaced_quoted,
         summary.already_in_lake,
         summary.undecodable,
+        summary.conflicts_retried,
     );
 }
 
@@ -527,10 +528,11 @@ pub async fn run_compact(args: &CompactArgs) -> anyhow::Result<()> {
     let mut lake = Lake::open(&args.lake).await?;
     let summary = lake.compact(args.resort).await?;
     eprintln!(
-        "lkplake compact: {} files rewritten into {} ({} metrics partitions sorted by series), {} unreferenced files removed",
+        "lkplake compact: {} files rewritten into {} ({} metrics partitions sorted by series, {} left for the next compaction: written to meanwhile), {} unreferenced files removed",
         summary.files_removed,
         summary.files_added,
         summary.partitions_sorted,
+        summary.partitions_skipped,
         summary.files_vacuumed
     );
     Ok(())

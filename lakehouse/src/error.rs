@@ -53,6 +53,39 @@ impl LakeError {
         )
     }
 
+    /// Whether Delta refused a commit because a concurrent commit removed files as a data
+    /// change, as a compaction's rewrite of a partition does.
+    pub fn is_concurrent_rewrite(&self) -> bool {
+        matches!(
+            self,
+            Self::Delta {
+                source: DeltaTableError::Transaction {
+                    source: TransactionError::CommitConflict(
+                        CommitConflictError::ConcurrentDeleteRead
+                    ),
+                },
+                ..
+            }
+        )
+    }
+
+    /// Whether Delta refused a commit because another writer committed first in a way that
+    /// overlaps it: nothing of the refused commit was written. A transformer's append refused
+    /// because a compaction rewrote files meanwhile read none of them, so it is safe to
+    /// re-read the table and commit again; a compaction refused because rows were appended to
+    /// the partition it rewrote leaves that partition for the next one.
+    pub fn is_commit_conflict(&self) -> bool {
+        matches!(
+            self,
+            Self::Delta {
+                source: DeltaTableError::Transaction {
+                    source: TransactionError::CommitConflict(_),
+                },
+                ..
+            }
+        )
+    }
+
     pub(crate) fn delta(table: &'static str) -> impl Fn(DeltaTableError) -> Self + Copy {
         move |source| Self::Delta { table, source }
     }

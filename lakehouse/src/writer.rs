@@ -167,9 +167,14 @@ fn files_per_partition(
     Ok(counts)
 }
 
+/// Appends refused in a row because a compaction rewrote files of the table meanwhile, before
+/// the refusal is returned (each one means a compaction commit landed: they are few).
+const MAX_REWRITE_RETRIES: u32 = 20;
+
 /// Rewrites one `metrics` partition sorted by series and time, in one Delta commit that replaces
 /// exactly that partition. A transformer appending to the partition meanwhile makes the commit
-/// fail with a conflict instead of losing the appended rows.
+/// fail with a conflict instead of losing the appended rows; the rewrite's removals are data
+/// changes to Delta, so a transformer whose append raced it retries (`is_commit_conflict`).
 async fn sort_partition(
     table: DeltaTable,
     (testcase, machine): &Partition,
@@ -397,17 +402,43 @@ impl Lake {
             return Ok(());
         }
         let target = self.table_mut(table);
-        let updated = target
-            .clone()
-            .write(vec![batch])
-            .with_save_mode(SaveMode::Append)
-            .with_partition_columns(table.partition_columns().iter().copied())
-            .with_writer_properties(writer_properties())
-            .with_commit_properties(CommitProperties::default().with_application_transactions(txns))
-            .await
-            .map_err(LakeError::delta(table.name()))?;
-        *target = updated;
-        Ok(())
+        let mut rewrites = 0;
+        loop {
+            let written = target
+                .clone()
+                .write(vec![batch.clone()])
+                .with_save_mode(SaveMode::Append)
+                .with_partition_columns(table.partition_columns().iter().copied())
+                .with_writer_properties(writer_properties())
+                .with_commit_properties(
+                    CommitProperties::default().with_application_transactions(txns.clone()),
+                )
+                .await
+                .map_err(LakeError::delta(table.name()));
+            match written {
+                Ok(updated) => {
+                    *target = updated;
+                    return Ok(());
+                }
+                // Delta counts every file of the snapshot as read by an append, so a
+                // compaction that rewrote files meanwhile refuses it. The append read none of
+                // them: write it again on the new version, here rather than in the caller, so
+                // the window a compaction can win stays one Parquet write long.
+                Err(e) if e.is_concurrent_rewrite() && rewrites < MAX_REWRITE_RETRIES => {
+                    rewrites += 1;
+                    tracing::info!(
+                        table = table.name(),
+                        rewrites,
+                        "a compaction rewrote files during the append: appending again"
+                    );
+                    target
+                        .update_state()
+                        .await
+                        .map_err(LakeError::delta(table.name()))?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Commits normalized batches, one Delta commit per table in [`Table::ALL`] order, each
@@ -451,17 +482,34 @@ impl Lake {
                 .into_iter()
                 .filter(|(_, files)| resort || *files > 1)
                 .collect();
+        let mut sorted = Vec::new();
         for (partition, files) in &scattered {
             let metrics = self.table(Table::Metrics).clone();
-            *self.table_mut(Table::Metrics) = sort_partition(metrics, partition).await?;
-            summary.files_removed += *files as u64;
-            summary.partitions_sorted += 1;
+            match sort_partition(metrics, partition).await {
+                Ok(updated) => {
+                    *self.table_mut(Table::Metrics) = updated;
+                    summary.files_removed += *files as u64;
+                    summary.partitions_sorted += 1;
+                    sorted.push(partition);
+                }
+                // A transformer appended to the partition while it was rewritten: its rows
+                // stay, the partition is left as it is for the next compaction.
+                Err(e) if e.is_commit_conflict() => {
+                    tracing::warn!(testcase = %partition.0, machine = %partition.1, "written to while being compacted: left for the next compaction ({e})");
+                    summary.partitions_skipped += 1;
+                    self.table_mut(Table::Metrics)
+                        .update_state()
+                        .await
+                        .map_err(LakeError::delta(METRICS_TABLE))?;
+                }
+                Err(e) => return Err(e),
+            }
         }
-        if !scattered.is_empty() {
+        if !sorted.is_empty() {
             let after = files_per_partition(self.table(Table::Metrics), METRICS_TABLE)?;
-            summary.files_added += scattered
+            summary.files_added += sorted
                 .iter()
-                .filter_map(|(partition, _)| after.get(partition))
+                .filter_map(|partition| after.get(*partition))
                 .sum::<usize>() as u64;
         }
         // The other tables are small per report: bin-packed only.
@@ -539,6 +587,9 @@ async fn txn_version(
 pub struct CompactSummary {
     /// `metrics` partitions rewritten sorted.
     pub partitions_sorted: u64,
+    /// `metrics` partitions a transformer wrote to while they were rewritten, left as they
+    /// were (their rewrite would have dropped the new rows, so Delta refused it).
+    pub partitions_skipped: u64,
     /// Files the rewrite replaced.
     pub files_removed: u64,
     /// Files the rewrite wrote.

@@ -1126,6 +1126,119 @@ fn three_transformers_over_six_partitions_one_joining_late_one_leaving_early_wri
     assert_members_shared(&logs, 6, &e);
 }
 
+/// The number before `label` in `line` (`lkplake compact: 7 files rewritten into 3 ...`).
+fn number_before(line: &str, label: &str) -> i64 {
+    let end = line
+        .find(label)
+        .unwrap_or_else(|| panic!("no {label} in {line}"));
+    line[..end]
+        .rsplit(|c: char| !c.is_ascii_digit())
+        .find(|w| !w.is_empty())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no number before {label} in {line}"))
+}
+
+#[test]
+fn compaction_while_a_transformer_writes_and_eight_clients_query_loses_and_doubles_nothing() {
+    use crate::common::{PG_PASSWORD, Server};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let reports = generated("compact-under-load", 2000);
+    let e = expected(&[&reports]);
+    assert_eq!(e.reports, 2000);
+    let p = Pipeline::new("compact-under-load");
+    assert!(p.ingest(&[&reports]).status.success());
+    assert!(p.run(&["compact"]).status.success());
+    let server = Server::start(&p.lake, &["--refresh", "200ms"]);
+    // What the dashboards ask, by eight clients at once for the whole run.
+    let statements = serde_json::json!([
+        "SELECT count(*) FROM metrics",
+        "SELECT testcase, machine, count(*) FROM metrics GROUP BY testcase, machine",
+        "SELECT count(DISTINCT report_key) FROM reports",
+        "SELECT metric, avg(change) FROM comparisons GROUP BY metric ORDER BY 2 DESC LIMIT 10",
+        "SELECT * FROM headlines ORDER BY time DESC LIMIT 20",
+    ]);
+    let done = AtomicBool::new(false);
+    let (mut transformer, log) = spawn_transformer(&p, &["--until-idle"]);
+    let (load, seen, rewritten_meanwhile) = std::thread::scope(|s| {
+        let load = s.spawn(|| {
+            server.psycopg(
+                PG_PASSWORD,
+                &statements,
+                &["--clients", "8", "--seconds", "90"],
+            )
+        });
+        // One more reader that remembers every count it saw: none may be smaller than one
+        // before it (rows lost) or larger than the input (rows doubled), compaction or not.
+        let watcher = s.spawn(|| {
+            let mut seen = Vec::new();
+            while !done.load(Ordering::Relaxed) {
+                let out = server.psql(PG_PASSWORD, "SELECT count(*) FROM metrics");
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let n: i64 = String::from_utf8_lossy(&out.stdout)
+                    .trim()
+                    .parse()
+                    .unwrap_or_else(|e| panic!("{e}"));
+                seen.push(n);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            seen
+        });
+        let mut rewritten = 0;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(540);
+        while transformer.try_wait().ok().flatten().is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "transformer still running after 540 s: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            let out = p.run(&["compact"]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{stderr}");
+            let line = stderr
+                .lines()
+                .find(|l| l.starts_with("lkplake compact: "))
+                .unwrap_or_else(|| panic!("{stderr}"));
+            rewritten += number_before(line, " files rewritten");
+        }
+        let load = load.join().unwrap_or_else(|_| panic!("the load panicked"));
+        done.store(true, Ordering::Relaxed);
+        let seen = watcher
+            .join()
+            .unwrap_or_else(|_| panic!("the watcher panicked"));
+        (load, seen, rewritten)
+    });
+    assert!(
+        transformer.wait().is_ok_and(|s| s.success()),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert!(
+        rewritten_meanwhile > 0,
+        "no compaction rewrote a file while the transformer wrote"
+    );
+    assert_eq!(load["errors"], 0, "{load}");
+    assert!(load["queries"].as_i64().is_some_and(|q| q > 0), "{load}");
+    assert!(
+        seen.windows(2).all(|w| w[0] <= w[1]),
+        "a count went down: {seen:?}"
+    );
+    assert!(seen.iter().all(|&n| n <= e.metric_rows), "{seen:?}");
+    let transformed = std::fs::read_to_string(&log).unwrap_or_default();
+    eprintln!(
+        "{} files rewritten by compactions during the transform; appends retried after a rewrite: {}; load: {load}; counts seen: {}",
+        rewritten_meanwhile,
+        transformed.matches("appending again").count(),
+        seen.len()
+    );
+    // The final compaction, then every report once and nothing else.
+    assert!(p.run(&["compact"]).status.success());
+    assert_each_report_once(&p, &e);
+}
+
 /// The scrape of `lkplake serve --http` at `port`, as (sample line without value, value).
 fn scrape(port: u16) -> Vec<(String, f64)> {
     let (_, text) = crate::common::http_get(port, "/metrics", None);

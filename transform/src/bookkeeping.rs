@@ -43,12 +43,14 @@ pub struct TransformSummary {
     pub metric_rows: u64,
     /// Lake commits (each covering every table).
     pub commits: u64,
+    /// Commits Delta refused because another writer committed first, read again and retried.
+    pub conflicts_retried: u64,
 }
 
-/// Commits refused in a row because another member recorded progress for the same partitions
-/// (each refusal means it wrote them: the retry has less to write). More means something else
-/// is wrong, and the error is returned.
-const MAX_PROGRESS_CONFLICTS: u32 = 5;
+/// Commits refused in a row because another writer committed first: a member that recorded
+/// progress for the same partitions (the retry has less to write), or a compaction that
+/// rewrote files meanwhile. More means something else is wrong, and the error is returned.
+const MAX_COMMIT_CONFLICTS: u32 = 10;
 
 /// A consumed message waiting for the next lake commit.
 #[derive(Debug)]
@@ -508,19 +510,30 @@ impl Ledger {
             let batches = batches.map_err(TransformError::Normalize)?;
             let metric_rows = batches.metrics.num_rows() as u64;
 
-            let replace: Vec<String> = self.replace.drain().collect();
-            self.lake.delete_reports(&replace).await?;
-            match self.lake.commit(batches, &txns).await {
-                Ok(()) => break (last, pending, metric_rows),
+            // Kept until the commit lands: a retried commit deletes them again.
+            let replace: Vec<String> = self.replace.iter().cloned().collect();
+            let committed = match self.lake.delete_reports(&replace).await {
+                Ok(()) => self.lake.commit(batches, &txns).await,
+                Err(e) => Err(e),
+            };
+            match committed {
+                Ok(()) => {
+                    self.replace.clear();
+                    break (last, pending, metric_rows);
+                }
                 // Two members held a partition at once across a rebalance and the other one
-                // committed first. Delta refused this commit (that is what the `txn` is for);
-                // the buffer goes round again against the progress the other one recorded.
-                Err(e) if e.is_progress_conflict() && conflicts < MAX_PROGRESS_CONFLICTS => {
+                // committed first (that is what the `txn` is for), or a compaction rewrote
+                // files of the table. Delta refused this commit; the buffer goes round again
+                // against the lake as it is now.
+                Err(e) if e.is_commit_conflict() && conflicts < MAX_COMMIT_CONFLICTS => {
                     conflicts += 1;
-                    tracing::warn!(
-                        conflicts,
-                        "another transformer committed progress for these partitions at the same time: re-reading it"
-                    );
+                    self.summary.conflicts_retried += 1;
+                    let who = if e.is_progress_conflict() {
+                        "another transformer committed progress for these partitions at the same time"
+                    } else {
+                        "another writer (a compaction) changed the table at the same time"
+                    };
+                    tracing::warn!(conflicts, "{who}: re-reading the lake and committing again");
                     self.buffer = pending;
                     self.rebuild_buffer_index();
                 }
