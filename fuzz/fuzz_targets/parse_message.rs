@@ -7,6 +7,6 @@ use libfuzzer_sys::fuzz_target;
 use lkplake_schemas::Source;
 
 fuzz_target!(|data: &[u8]| {
-    let source = Source { path: "fuzz".into(), index: 0 };
+    let source = Source::file("fuzz", 0);
     let _ = lkplake_ingest::parse_message(data, &source);
 });

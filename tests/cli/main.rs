@@ -9,6 +9,7 @@ mod faults;
 mod lifecycle;
 mod parse;
 mod pipeline;
+mod policy;
 mod prometheus;
 mod serve;
 mod sql;

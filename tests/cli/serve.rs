@@ -390,7 +390,15 @@ fn the_statement_timeout_and_memory_limit_stop_runaway_queries_and_the_server_go
         stderr(&out)
     );
     eprintln!("timeouts answered after {:?}", started.elapsed());
+    let out = server.psql(PG_PASSWORD, "SELECT 1");
+    assert_eq!(stdout(&out), "1\n", "{}", stderr(&out));
 
+    // The memory limit on a server whose timeout cannot fire first: on a loaded machine the
+    // debug build took more than 2 s to reach 64 MB, and the timeout answered instead.
+    let server = Server::start(
+        &lake,
+        &["--statement-timeout", "300s", "--memory-limit", "64M"],
+    );
     // Collecting 50 million integers into one array needs ~400 MB: over the limit.
     let out = server.psql(
         PG_PASSWORD,
