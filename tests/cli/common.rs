@@ -481,3 +481,14 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// The commit files of `table`'s Delta log, oldest first.
+pub fn log_entries(lake: &Path, table: &str) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(lake.join(table).join("_delta_log"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    entries.sort();
+    entries
+}

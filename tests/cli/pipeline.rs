@@ -66,19 +66,9 @@ pub(crate) fn transform_summary(stderr: &str) -> (i64, i64) {
         .lines()
         .find(|l| l.starts_with("lkplake transform: ") && l.contains(" messages: "))
         .unwrap_or_else(|| panic!("no summary in {stderr}"));
-    let number_before = |label: &str| -> i64 {
-        let end = line
-            .find(label)
-            .unwrap_or_else(|| panic!("no {label} in {line}"));
-        line[..end]
-            .rsplit(|c: char| !c.is_ascii_digit())
-            .find(|w| !w.is_empty())
-            .and_then(|w| w.parse().ok())
-            .unwrap_or_else(|| panic!("no number before {label} in {line}"))
-    };
     (
-        number_before(" messages:") - number_before(" already in the lake"),
-        number_before(" reports written"),
+        number_before(line, " messages:") - number_before(line, " already in the lake"),
+        number_before(line, " reports written"),
     )
 }
 

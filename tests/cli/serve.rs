@@ -463,13 +463,10 @@ fn listening_beyond_loopback_without_a_password_is_refused() {
 
 /// The path the next commit of `table` will have (`_delta_log/<20-digit version>.json`).
 fn next_log_entry(lake: &std::path::Path, table: &str) -> std::path::PathBuf {
-    let log = lake.join(table).join("_delta_log");
-    let versions = std::fs::read_dir(&log)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
-        .count();
-    log.join(format!("{versions:020}.json"))
+    let versions = crate::common::log_entries(lake, table).len();
+    lake.join(table)
+        .join("_delta_log")
+        .join(format!("{versions:020}.json"))
 }
 
 #[test]

@@ -333,13 +333,7 @@ fn limit_is_kept_above_a_metadata_only_scan() {
 
 /// The newest commit file of `table`'s log.
 fn newest_log_entry(lake: &std::path::Path, table: &str) -> std::path::PathBuf {
-    let mut entries: Vec<_> = std::fs::read_dir(lake.join(table).join("_delta_log"))
-        .unwrap_or_else(|e| panic!("{e}"))
-        .filter_map(|e| Some(e.ok()?.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    entries.sort();
-    entries
+    crate::common::log_entries(lake, table)
         .pop()
         .unwrap_or_else(|| panic!("no log entry in {table}"))
 }
