@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Real Postgres clients for the tests of `lkplake serve`, and DuckDB for the differential SQL
 # test: psql (Debian's postgresql-client); from PyPI psycopg 3, psycopg2, asyncpg, SQLAlchemy 2
-# with pandas, pgcli and duckdb; node-postgres (`pg`, npm) from tests/clients/node's lock file.
+# with pandas, pgcli and duckdb, and the other engines that read the lake (Python deltalake,
+# polars, pyarrow); node-postgres (`pg`, npm) from tests/clients/node's lock file.
 # Installs each only when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,9 @@ python_packages=(
     "pandas pandas>=2.0"
     "pgcli pgcli>=4.0"
     "duckdb duckdb>=1.1"
+    "deltalake deltalake>=1.0"
+    "polars polars>=1.0"
+    "pyarrow pyarrow>=15"
 )
 missing=()
 for entry in "${python_packages[@]}"; do

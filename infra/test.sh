@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command (README): installs and starts what the tests need on a fresh machine
-# (cargo-nextest, Tansu, Prometheus and promtool, Debian's public-inbox, and the Postgres clients and DuckDB of infra/clients.sh), runs the whole suite, and stops the services again.
+# (cargo-nextest, Tansu, s3s-fs, Prometheus and promtool, Debian's public-inbox, and the Postgres clients and DuckDB of infra/clients.sh), runs the whole suite, and stops the services again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -15,11 +15,18 @@ fi
 ./infra/public-inbox.sh install
 
 port=${LKPLAKE_TEST_TANSU_PORT:-19092}
+s3_port=${LKPLAKE_TEST_S3_PORT:-19000}
 ./infra/tansu.sh install
-trap './infra/tansu.sh stop "$port"' EXIT
+./infra/s3.sh install
+trap './infra/tansu.sh stop "$port"; ./infra/s3.sh stop "$s3_port"' EXIT
 export LKPLAKE_TEST_BROKERS
 LKPLAKE_TEST_BROKERS=$(./infra/tansu.sh start "$port")
 echo "Tansu broker at $LKPLAKE_TEST_BROKERS" >&2
+# The object-store tests put lakes in buckets of a real S3 server (tests/cli/objectstore.rs).
+export LKPLAKE_TEST_S3_ENDPOINT LKPLAKE_TEST_S3_DATA
+LKPLAKE_TEST_S3_ENDPOINT=$(./infra/s3.sh start "$s3_port")
+LKPLAKE_TEST_S3_DATA=${LKPLAKE_INFRA_DIR:-$PWD/target/infra}/s3-$s3_port
+echo "s3s-fs at $LKPLAKE_TEST_S3_ENDPOINT, buckets in $LKPLAKE_TEST_S3_DATA" >&2
 
 cargo fmt --all --check
 # The workspace lints (no unwrap in libraries, no blocking calls in async crates, docs on public

@@ -24,7 +24,7 @@ pub enum ExportFormat {
 
 #[derive(Debug, Args)]
 pub struct OpenMetricsArgs {
-    /// Where the lake is: a directory or a file:// URL.
+    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
     pub lake: LakeUrl,
     /// Only reports dated at or after this, e.g. 2024-01-01.

@@ -102,7 +102,7 @@ impl FollowArgs {
 pub struct TransformArgs {
     #[command(flatten)]
     pub kafka: KafkaArgs,
-    /// Where the lake is: a directory or a file:// URL.
+    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
     pub lake: LakeUrl,
     /// Consumer group; transformers in one group share the partitions.
@@ -141,7 +141,7 @@ fn directions(file: Option<&PathBuf>) -> anyhow::Result<DirectionTable> {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Where the lake is: a directory or a file:// URL.
+    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
     pub lake: LakeUrl,
     /// Use these brokers instead of the embedded in-process cluster.
@@ -194,7 +194,7 @@ pub enum DlqCommand {
 
 #[derive(Debug, Args)]
 pub struct CompactArgs {
-    /// Where the lake is: a directory or a file:// URL.
+    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
     pub lake: LakeUrl,
     /// Rewrite every `metrics` partition sorted, also those already in one file (a lake

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Where the lake is: a directory or a file:// URL.
+    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
     pub lake: LakeUrl,
     /// Address of the Postgres wire protocol listener.

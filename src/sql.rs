@@ -31,7 +31,7 @@ impl From<OutputFormat> for Format {
 
 #[derive(Debug, Args)]
 pub struct SqlArgs {
-    /// Where the lake is: a directory or a file:// URL.
+    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
     pub lake: LakeUrl,
     /// How to print results.

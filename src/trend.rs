@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub struct TrendArgs {
-    /// Where the lake is: a directory or a file:// URL.
+    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
     #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
     pub lake: LakeUrl,
     /// Only this testcase.

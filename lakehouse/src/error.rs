@@ -21,6 +21,14 @@ pub enum LakeError {
         "no lake table at {table}: run `lkplake run` or `lkplake transform --lake {lake}` first"
     )]
     NoLake { lake: String, table: String },
+    #[error(
+        "cannot read the lake at {lake} (table {table}): {reason}; check the location, and for S3 the bucket, AWS_ENDPOINT_URL, AWS_REGION and the credentials"
+    )]
+    Unreachable {
+        lake: String,
+        table: &'static str,
+        reason: String,
+    },
     // delta-kernel's errors end their text with a backtrace: it is left out.
     #[error("lake table {table}: {}", crate::damage::explain(source))]
     Delta {
@@ -35,6 +43,25 @@ pub enum LakeError {
 }
 
 impl LakeError {
+    /// Whether the store could not be read at all (no such bucket, refused credentials, no
+    /// answer), as opposed to a table whose files are damaged: delta-kernel reports both as
+    /// its errors, the first with this text (it keeps the object store's error only as text).
+    pub(crate) fn is_store_failure(&self) -> bool {
+        match self {
+            Self::Delta {
+                source: DeltaTableError::ObjectStore { .. },
+                ..
+            } => true,
+            Self::Delta {
+                source: DeltaTableError::KernelError(e),
+                ..
+            } => e
+                .to_string()
+                .contains("Error interacting with object store"),
+            _ => false,
+        }
+    }
+
     /// Whether a commit was refused because another writer recorded progress (a `txn` of the
     /// same application id, i.e. the same topic partition) since this writer read the table:
     /// two transformers briefly holding one partition across a rebalance. Nothing of the

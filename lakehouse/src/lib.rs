@@ -16,6 +16,7 @@ mod damage;
 pub mod derived;
 mod error;
 mod location;
+mod object_store;
 mod reader;
 mod writer;
 

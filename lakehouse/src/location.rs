@@ -7,7 +7,10 @@ use std::str::FromStr;
 use url::Url;
 
 /// The root of a lake. A plain path (relative or absolute) or a `file://` URL names a local
-/// directory; the URL form is what object stores will add schemes to.
+/// directory; `s3://bucket/prefix` (or `s3a://`) names a prefix in an S3 bucket, reached with
+/// the standard AWS variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
+/// `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`), which delta-rs reads itself: they never pass through
+/// lkplake, so no message can carry them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LakeUrl {
     /// Always ends in `/`, so a table name joins below it.
@@ -75,13 +78,52 @@ impl FromStr for LakeUrl {
                 lake.given = text.to_owned();
                 Ok(lake)
             }
+            "s3" | "s3a" => Self::object_store(url, text),
             other => Err(LakeError::Url {
                 url: text.to_owned(),
                 reason: format!(
-                    "this build stores lakes in local directories only (a path or file://), not {other}://"
+                    "lakes live in local directories (a path or file://) or on S3 (s3://bucket/prefix), not {other}://"
                 ),
             }),
         }
+    }
+}
+
+impl LakeUrl {
+    /// A lake below a bucket's prefix. Credentials in the URL are refused: they would be
+    /// printed with every message that names the lake.
+    fn object_store(mut url: Url, text: &str) -> Result<Self, LakeError> {
+        let refuse = |reason: &str| LakeError::Url {
+            url: text.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(LakeError::Url {
+                // Not the text given: it holds the secret.
+                url: format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default()),
+                reason: "credentials do not belong in the lake's URL: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY".to_owned(),
+            });
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(refuse("an S3 lake needs a bucket: s3://bucket/prefix"));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(refuse("an S3 lake's URL takes no query or fragment"));
+        }
+        if !url.path().ends_with('/') {
+            let path = format!("{}/", url.path());
+            url.set_path(&path);
+        }
+        crate::object_store::register();
+        Ok(Self {
+            root: url,
+            given: text.to_owned(),
+        })
+    }
+
+    /// Whether the lake is on an object store rather than a local directory.
+    pub fn is_remote(&self) -> bool {
+        self.root.scheme() != "file"
     }
 }
 
@@ -128,12 +170,43 @@ mod tests {
 
     #[test]
     fn an_unsupported_scheme_is_refused_with_the_url_named() {
-        let err = "s3://bucket/lake".parse::<LakeUrl>().map(|_| ());
+        let err = "gs://bucket/lake".parse::<LakeUrl>().map(|_| ());
         let Err(err) = err else {
-            panic!("s3:// was accepted without an object store");
+            panic!("gs:// was accepted without an object store");
         };
         let text = err.to_string();
-        assert!(text.contains("s3://bucket/lake"), "{text}");
-        assert!(text.contains("local directories only"), "{text}");
+        assert!(text.contains("gs://bucket/lake"), "{text}");
+        assert!(text.contains("not gs://"), "{text}");
+    }
+
+    #[test]
+    fn an_s3_url_names_tables_below_its_prefix() -> Result<(), LakeError> {
+        let lake: LakeUrl = "s3://lkp/lake".parse()?;
+        assert_eq!(lake.table("metrics")?.as_str(), "s3://lkp/lake/metrics/");
+        assert_eq!(lake.local_path(), None);
+        assert!(lake.is_remote());
+        assert_eq!(lake.to_string(), "s3://lkp/lake");
+        let bucket: LakeUrl = "s3a://lkp".parse()?;
+        assert_eq!(bucket.table("reports")?.as_str(), "s3a://lkp/reports/");
+        Ok(())
+    }
+
+    #[test]
+    fn credentials_in_an_s3_url_are_refused_without_repeating_them() {
+        let Err(err) = "s3://AKIDEXAMPLE:wJalrXUtnFEMI@lkp/lake".parse::<LakeUrl>() else {
+            panic!("credentials in the URL were accepted");
+        };
+        let text = err.to_string();
+        assert!(!text.contains("wJalrXUtnFEMI"), "{text}");
+        assert!(!text.contains("AKIDEXAMPLE"), "{text}");
+        assert!(text.contains("AWS_SECRET_ACCESS_KEY"), "{text}");
+    }
+
+    #[test]
+    fn an_s3_url_without_a_bucket_is_refused() {
+        let Err(err) = "s3:///lake".parse::<LakeUrl>() else {
+            panic!("an S3 URL without a bucket was accepted");
+        };
+        assert!(err.to_string().contains("needs a bucket"), "{err}");
     }
 }

@@ -119,6 +119,12 @@ impl LakeTables {
             }
             Ok(None) => Ok(false),
             Err(e @ (LakeError::Url { .. } | LakeError::Io { .. })) => Err(e),
+            // Nothing of the lake can be read: not one damaged table among good ones.
+            Err(e) if e.is_store_failure() => Err(LakeError::Unreachable {
+                lake: self.url.to_string(),
+                table: name,
+                reason: crate::damage::without_backtrace(&e.to_string()),
+            }),
             Err(e) => {
                 let error = crate::damage::diagnose(&self.url, name, &e).await;
                 if !self

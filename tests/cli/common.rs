@@ -80,6 +80,66 @@ pub fn broker() -> String {
     })
 }
 
+/// The S3 server of the test run: s3s-fs from crates.io, which `./infra/test.sh` installs and
+/// starts; without it the object-store tests cannot mean anything, so they fail loudly.
+pub struct S3 {
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+    /// The directory the server keeps its buckets in, one directory each.
+    pub data: PathBuf,
+}
+
+pub const S3_ACCESS_KEY: &str = "lkplake-test";
+pub const S3_SECRET_KEY: &str = "lkplake-test-secret";
+
+pub fn s3() -> S3 {
+    let var = |name: &str| {
+        std::env::var(name).unwrap_or_else(|_| {
+            panic!("{name} is not set: run the tests with ./infra/test.sh, which installs and starts s3s-fs")
+        })
+    };
+    S3 {
+        endpoint: var("LKPLAKE_TEST_S3_ENDPOINT"),
+        data: PathBuf::from(var("LKPLAKE_TEST_S3_DATA")),
+    }
+}
+
+impl S3 {
+    /// A new, empty bucket. s3s-fs serves each directory below its data directory as a
+    /// bucket, so making one is a `mkdir`; everything else goes through the S3 protocol.
+    pub fn bucket(&self, name: &str) -> String {
+        // Short: s3s-fs keeps each object's metadata in a file named after the bucket and the
+        // key in base64, and Linux takes 255 bytes in a file name, so a 40-character bucket
+        // with a partitioned Parquet key failed with "File name too long" (an S3 500).
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let prefix: String = name
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(6)
+            .collect();
+        let bucket = format!("{}-{}-{nanos:x}", prefix.to_lowercase(), std::process::id());
+        std::fs::create_dir_all(self.data.join(&bucket)).unwrap_or_else(|e| panic!("{e}"));
+        bucket
+    }
+
+    /// The standard AWS variables that reach this server, as lkplake reads them.
+    pub fn storage(&self) -> Vec<(String, String)> {
+        [
+            ("AWS_ACCESS_KEY_ID", S3_ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", S3_SECRET_KEY),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ENDPOINT_URL", self.endpoint.as_str()),
+            ("AWS_ALLOW_HTTP", "true"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+    }
+}
+
 /// Topics, group and lake of one test.
 pub struct Pipeline {
     pub topic: String,
@@ -87,27 +147,50 @@ pub struct Pipeline {
     pub group: String,
     /// Checkpoints of `--follow` and `dlq replay`.
     pub sources: String,
+    /// The local lake's directory (unused when the lake is on S3).
     pub lake: PathBuf,
+    /// What `--lake` is given: the local directory, or an `s3://` URL.
+    pub lake_url: String,
+    /// The AWS variables an S3 lake is reached with; empty for a local lake.
+    pub storage: Vec<(String, String)>,
+    /// The test run's broker, unless the test starts its own.
+    pub brokers: String,
 }
 
 impl Pipeline {
     pub fn new(name: &str) -> Self {
+        let lake = temp_dir(&format!("{name}-lake"));
         Self {
             topic: unique(&format!("{name}-reports")),
             dlq: unique(&format!("{name}-dlq")),
             group: unique(&format!("{name}-group")),
             sources: unique(&format!("{name}-sources")),
-            lake: temp_dir(&format!("{name}-lake")),
+            lake_url: lake.to_string_lossy().into_owned(),
+            lake,
+            storage: Vec::new(),
+            brokers: broker(),
+        }
+    }
+
+    /// A pipeline whose lake is a prefix of a new bucket on the test run's S3 server.
+    pub fn on_s3(name: &str) -> Self {
+        let s3 = s3();
+        let bucket = s3.bucket(name);
+        Self {
+            lake_url: format!("s3://{bucket}/lkp/lake"),
+            storage: s3.storage(),
+            ..Self::new(name)
         }
     }
 
     fn env(&self, cmd: &mut Command) {
-        cmd.env("LKPLAKE_BROKERS", broker())
+        cmd.env("LKPLAKE_BROKERS", &self.brokers)
             .env("LKPLAKE_TOPIC", &self.topic)
             .env("LKPLAKE_DLQ_TOPIC", &self.dlq)
             .env("LKPLAKE_GROUP", &self.group)
             .env("LKPLAKE_SOURCES_TOPIC", &self.sources)
-            .env("LKPLAKE_LAKE", &self.lake);
+            .env("LKPLAKE_LAKE", &self.lake_url)
+            .envs(self.storage.iter().map(|(k, v)| (k, v)));
     }
 
     pub fn cmd(&self, args: &[&str]) -> Command {
@@ -142,28 +225,53 @@ impl Pipeline {
     }
 
     pub fn query(&self, sql: &str) -> Vec<RecordBatch> {
-        query(&self.lake, sql)
+        query_at(&self.lake_url, &self.storage, sql)
+    }
+
+    /// The data files table `name`'s current version references.
+    pub fn live_files(&self, name: &str) -> Vec<String> {
+        live_files_at(&format!("{}/{name}", self.lake_url), &self.storage)
     }
 }
 
-/// Runs SQL over the lake with DataFusion.
+/// Table `url` (a local path or an `s3://` URL) opened with delta-rs directly, not through
+/// lkplake's own lake code; `None` when no commit made it a table yet.
+async fn open_delta(url: &str, storage: &[(String, String)]) -> Option<deltalake::DeltaTable> {
+    if !url.contains("://") {
+        // delta-rs cannot even build a local store on a directory that does not exist.
+        if !Path::new(url)
+            .join("_delta_log/00000000000000000000.json")
+            .exists()
+        {
+            return None;
+        }
+    }
+    let uri = deltalake::ensure_table_uri(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+    let options = storage.iter().cloned().collect();
+    match deltalake::open_table_with_storage_options(uri, options).await {
+        Ok(table) => Some(table),
+        Err(deltalake::DeltaTableError::NotATable(_)) => None,
+        Err(e) => panic!("{url}: {e}"),
+    }
+}
+
+/// Runs SQL over the local lake with DataFusion.
 pub fn query(lake: &Path, sql: &str) -> Vec<RecordBatch> {
+    query_at(&lake.to_string_lossy(), &[], sql)
+}
+
+/// Runs SQL with DataFusion over the lake at `lake` (a local path or an `s3://` URL).
+pub fn query_at(lake: &str, storage: &[(String, String)], sql: &str) -> Vec<RecordBatch> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     runtime.block_on(async {
-        // Read with delta-rs directly, not through lkplake's own lake code.
         let ctx = SessionContext::new();
         for name in ["metrics", "reports", "failures", "mentions"] {
-            let url = deltalake::ensure_table_uri(lake.join(name).to_string_lossy())
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
-            let first_commit = lake.join(name).join("_delta_log/00000000000000000000.json");
+            let table = open_delta(&format!("{lake}/{name}"), storage).await;
             let provider: std::sync::Arc<dyn datafusion::catalog::TableProvider> =
-                if first_commit.exists() {
-                    let table = deltalake::open_table(url)
-                        .await
-                        .unwrap_or_else(|e| panic!("{name}: {e}"));
+                if let Some(table) = table {
                     table
                         .table_provider()
                         .await
@@ -193,18 +301,21 @@ pub fn query(lake: &Path, sql: &str) -> Vec<RecordBatch> {
     })
 }
 
-/// The data files a Delta table's current version references.
+/// The data files a local Delta table's current version references.
 pub fn live_files(table: &Path) -> Vec<String> {
+    live_files_at(&table.to_string_lossy(), &[])
+}
+
+/// The data files the current version of the table at `url` references.
+pub fn live_files_at(url: &str, storage: &[(String, String)]) -> Vec<String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
     runtime.block_on(async {
-        let url = deltalake::ensure_table_uri(table.to_string_lossy())
-            .unwrap_or_else(|e| panic!("{}: {e}", table.display()));
-        let table = deltalake::open_table(url)
+        let table = open_delta(url, storage)
             .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap_or_else(|| panic!("{url} is not a table"));
         table
             .get_file_uris()
             .unwrap_or_else(|e| panic!("{e}"))
@@ -356,6 +467,11 @@ pub struct Server {
 
 impl Server {
     pub fn start(lake: &Path, extra: &[&str]) -> Self {
+        Self::start_on(&lake.to_string_lossy(), &[], extra)
+    }
+
+    /// `serve` over the lake at `lake` (a path or an `s3://` URL), reached with `storage`.
+    pub fn start_on(lake: &str, storage: &[(String, String)], extra: &[&str]) -> Self {
         let port = free_port();
         let log = temp_dir("serve-log").join("serve.log");
         let file = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
@@ -363,7 +479,7 @@ impl Server {
         let mut args = vec![
             "serve",
             "--lake",
-            lake.to_str().unwrap_or_default(),
+            lake,
             "--pg",
             &listen,
             "--password",
@@ -371,6 +487,7 @@ impl Server {
         ];
         args.extend_from_slice(extra);
         let child = command(&args)
+            .envs(storage.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()

@@ -7,8 +7,8 @@ use crate::common::{
 };
 use std::collections::HashMap;
 
-const CORPUS: &str = "ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz";
-const SEEDS: &str = "examples/reports";
+pub(crate) const CORPUS: &str = "ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz";
+pub(crate) const SEEDS: &str = "examples/reports";
 
 /// What the lake must hold for some inputs, computed from `lkplake parse`: one report per key,
 /// the original's copy where both an original and a quoted copy exist, and one mention per
@@ -777,7 +777,7 @@ fn run_works_on_a_fresh_checkout_with_no_broker() {
 }
 
 /// Generated reports, the same for every run of the test suite.
-fn generated(name: &str, reports: usize) -> String {
+pub(crate) fn generated(name: &str, reports: usize) -> String {
     let dir = temp_dir(name);
     generate(&dir, &["--reports", &reports.to_string(), "--seed", "42"]);
     dir.to_string_lossy().into_owned()
@@ -866,7 +866,7 @@ fn delays(seed: u64, n: usize, min_ms: u64, max_ms: u64) -> Vec<std::time::Durat
         .collect()
 }
 
-fn assert_each_report_once(p: &Pipeline, e: &Expected) {
+pub(crate) fn assert_each_report_once(p: &Pipeline, e: &Expected) {
     assert_lake_matches(p, e);
     let twice = p.query(
         "SELECT count(*) FROM (SELECT report_key, test_index FROM reports GROUP BY report_key, test_index HAVING count(*) > 1)",
@@ -957,7 +957,10 @@ fn killing_ingest_and_transform_with_sigkill_leaves_every_report_exactly_once() 
 
 /// A `lkplake transform` of the pipeline's group with `args`, logging to a file of its own (a
 /// pipe nobody reads while another member is waited for could block it).
-fn spawn_transformer(p: &Pipeline, args: &[&str]) -> (std::process::Child, std::path::PathBuf) {
+pub(crate) fn spawn_transformer(
+    p: &Pipeline,
+    args: &[&str],
+) -> (std::process::Child, std::path::PathBuf) {
     let mut all = vec!["transform", "--flush-rows", "10000", "--flush-ms", "300"];
     all.extend_from_slice(args);
     let log = temp_dir("transformer-log").join("transform.log");
@@ -1238,7 +1241,7 @@ fn compaction_while_a_transformer_writes_and_eight_clients_query_loses_and_doubl
 }
 
 /// The scrape of `lkplake serve --http` at `port`, as (sample line without value, value).
-fn scrape(port: u16) -> Vec<(String, f64)> {
+pub(crate) fn scrape(port: u16) -> Vec<(String, f64)> {
     let (_, text) = crate::common::http_get(port, "/metrics", None);
     text.lines()
         .filter(|l| !l.starts_with('#'))
@@ -1258,7 +1261,7 @@ fn sum(samples: &[(String, f64)], prefix: &str) -> f64 {
 }
 
 /// Polls the exporter until `done` holds of a scrape (30 s at most); the last scrape.
-fn scrape_until(
+pub(crate) fn scrape_until(
     port: u16,
     what: &str,
     done: impl Fn(&[(String, f64)]) -> bool,

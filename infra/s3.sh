@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# s3s-fs, an S3 server from crates.io that keeps each bucket as a directory, for the tests of
+# lakes on object storage (`--lake s3://bucket/prefix`).
+#   infra/s3.sh install              install s3s-fs 0.14.1 unless it is already on PATH
+#   infra/s3.sh start [PORT]         serve ${LKPLAKE_INFRA_DIR:-target/infra}/s3-PORT on
+#                                    127.0.0.1:PORT; prints the endpoint URL
+#   infra/s3.sh stop [PORT]          stop it
+# Buckets are the directories below the data directory: `mkdir DATA/lake` makes bucket `lake`.
+# The access key and secret are the test's own (LKPLAKE_S3_ACCESS_KEY / LKPLAKE_S3_SECRET_KEY,
+# defaults below); the server checks every request's signature against them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+state=${LKPLAKE_INFRA_DIR:-$PWD/target/infra}
+mkdir -p "$state"
+export PATH="$HOME/.cargo/bin:$PATH"
+access_key=${LKPLAKE_S3_ACCESS_KEY:-lkplake-test}
+secret_key=${LKPLAKE_S3_SECRET_KEY:-lkplake-test-secret}
+
+install() {
+    if ! command -v s3s-fs >/dev/null 2>&1; then
+        # 0.17 needs a newer rustc than this machine's.
+        echo "installing s3s-fs 0.14.1 (about 3 minutes on 2 cores)..." >&2
+        cargo install s3s-fs --version 0.14.1 --features binary --locked
+    fi
+}
+
+wait_port() {
+    local port=$1
+    for _ in $(seq 1 100); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    echo "s3s-fs did not open port $port; see $state/s3-$port.log" >&2
+    return 1
+}
+
+start() {
+    local port=${1:-19000}
+    install
+    stop "$port" 2>/dev/null || true
+    local data="$state/s3-$port"
+    rm -rf "$data"
+    mkdir -p "$data"
+    s3s-fs \
+        --host 127.0.0.1 \
+        --port "$port" \
+        --access-key "$access_key" \
+        --secret-key "$secret_key" \
+        "$data" \
+        >"$state/s3-$port.log" 2>&1 &
+    echo $! >"$state/s3-$port.pid"
+    wait_port "$port"
+    echo "http://127.0.0.1:$port"
+}
+
+stop() {
+    local port=${1:-19000}
+    local pidfile="$state/s3-$port.pid"
+    if [ -f "$pidfile" ]; then
+        kill "$(cat "$pidfile")" 2>/dev/null || true
+        rm -f "$pidfile"
+    fi
+}
+
+case "${1:-}" in
+    install) install ;;
+    start) start "${2:-19000}" ;;
+    stop) stop "${2:-19000}" ;;
+    *) echo "usage: $0 install|start [PORT]|stop [PORT]" >&2; exit 2 ;;
+esac
