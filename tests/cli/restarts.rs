@@ -119,7 +119,9 @@ fn a_durable_broker_stopped_during_ingest_and_during_transform_loses_and_doubles
         "{ingested}"
     );
 
-    // The exporter of a server watching the pipeline, to see the broker go down.
+    // The exporter of a server watching the pipeline, to see the broker go down; the lake
+    // exists before it starts, as in production (`compact` opens and creates it).
+    assert!(p.run(&["compact"]).status.success());
     let server = Server::start_on(
         &p.lake_url,
         &[],
