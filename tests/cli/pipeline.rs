@@ -831,8 +831,12 @@ fn a_full_disk_stops_the_transformer_with_the_lakes_error_and_loses_nothing_once
     let reports = generated("full-disk", 600);
     let e = expected(&[&reports]);
     let disk = SmallDisk::mount("full-disk-lake", "256k");
-    let mut p = Pipeline::new("full-disk");
-    p.lake = disk.0.join("lake");
+    let lake = disk.0.join("lake");
+    let p = Pipeline {
+        lake_url: lake.to_string_lossy().into_owned(),
+        lake,
+        ..Pipeline::new("full-disk")
+    };
     assert!(p.ingest(&[&reports]).status.success());
 
     let out = p.run(&["transform", "--until-idle", "--flush-ms", "500"]);
