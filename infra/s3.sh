@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 state=${LKPLAKE_INFRA_DIR:-$PWD/target/infra}
 mkdir -p "$state"
 export PATH="$HOME/.cargo/bin:$PATH"
+# shellcheck source=infra/lib.sh
+. infra/lib.sh
 access_key=${LKPLAKE_S3_ACCESS_KEY:-lkplake-test}
 secret_key=${LKPLAKE_S3_SECRET_KEY:-lkplake-test-secret}
 
@@ -22,16 +24,6 @@ install() {
         echo "installing s3s-fs 0.14.1 (about 3 minutes on 2 cores)..." >&2
         cargo install s3s-fs --version 0.14.1 --features binary --locked
     fi
-}
-
-wait_port() {
-    local port=$1
-    for _ in $(seq 1 100); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    echo "s3s-fs did not open port $port; see $state/s3-$port.log" >&2
-    return 1
 }
 
 start() {
@@ -49,7 +41,7 @@ start() {
         "$data" \
         >"$state/s3-$port.log" 2>&1 &
     echo $! >"$state/s3-$port.pid"
-    wait_port "$port"
+    wait_port "$port" s3s-fs "$state/s3-$port.log"
     echo "http://127.0.0.1:$port"
 }
 

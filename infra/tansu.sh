@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 state=${LKPLAKE_INFRA_DIR:-$PWD/target/infra}
 mkdir -p "$state"
 export PATH="$HOME/.cargo/bin:$PATH"
+# shellcheck source=infra/lib.sh
+. infra/lib.sh
 
 # dynostore: the in-memory engine; libsql: the SQLite engine of start-durable.
 features=dynostore,libsql
@@ -36,16 +38,6 @@ install() {
     fi
 }
 
-wait_port() {
-    local port=$1
-    for _ in $(seq 1 100); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    echo "tansu did not open port $port; see $state/tansu-$port.log" >&2
-    return 1
-}
-
 start() {
     local port=${1:-19092}
     install
@@ -56,7 +48,7 @@ start() {
         --storage-engine "memory://tansu-$port/" \
         >"$state/tansu-$port.log" 2>&1 &
     echo $! >"$state/tansu-$port.pid"
-    wait_port "$port"
+    wait_port "$port" tansu "$state/tansu-$port.log"
     echo "127.0.0.1:$port"
 }
 
@@ -72,7 +64,7 @@ start_durable() {
         --storage-engine "sqlite://tansu.db" \
         >>"$state/tansu-$port.log" 2>&1) &
     echo $! >"$state/tansu-$port.pid"
-    wait_port "$port"
+    wait_port "$port" tansu "$state/tansu-$port.log"
     echo "127.0.0.1:$port"
 }
 

@@ -120,11 +120,6 @@ impl LakeUrl {
             given: text.to_owned(),
         })
     }
-
-    /// Whether the lake is on an object store rather than a local directory.
-    pub fn is_remote(&self) -> bool {
-        self.root.scheme() != "file"
-    }
 }
 
 impl fmt::Display for LakeUrl {
@@ -184,7 +179,6 @@ mod tests {
         let lake: LakeUrl = "s3://lkp/lake".parse()?;
         assert_eq!(lake.table("metrics")?.as_str(), "s3://lkp/lake/metrics/");
         assert_eq!(lake.local_path(), None);
-        assert!(lake.is_remote());
         assert_eq!(lake.to_string(), "s3://lkp/lake");
         let bucket: LakeUrl = "s3a://lkp".parse()?;
         assert_eq!(bucket.table("reports")?.as_str(), "s3a://lkp/reports/");

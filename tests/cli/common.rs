@@ -29,6 +29,13 @@ pub fn command(args: &[&str]) -> Command {
     cmd
 }
 
+/// [`command`] with the variables that reach an S3 lake (empty for a local one).
+pub fn command_with(args: &[&str], storage: &[(String, String)]) -> Command {
+    let mut cmd = command(args);
+    cmd.envs(storage.iter().map(|(k, v)| (k, v)));
+    cmd
+}
+
 pub fn lkplake(args: &[&str], stdin: Option<&[u8]>) -> Output {
     let mut child = command(args)
         .stdin(Stdio::piped())
@@ -486,8 +493,7 @@ impl Server {
             PG_PASSWORD,
         ];
         args.extend_from_slice(extra);
-        let child = command(&args)
-            .envs(storage.iter().map(|(k, v)| (k, v)))
+        let child = command_with(&args, storage)
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()

@@ -3,7 +3,8 @@
 //! process). The numbers are the local lake's: the same inputs, the same rows.
 
 use crate::common::{
-    PG_PASSWORD, Pipeline, S3_SECRET_KEY, Server, generate, query_at, s3, scalar_i64, temp_dir,
+    PG_PASSWORD, Pipeline, S3_SECRET_KEY, Server, command_with, generate, query_at, s3, scalar_i64,
+    temp_dir,
 };
 use crate::pipeline::{
     CORPUS, SEEDS, assert_each_report_once, assert_lake_matches, expected, generated,
@@ -170,8 +171,7 @@ fn seeds_and_corpus_through_tansu_into_an_s3_lake_hold_what_the_local_lake_holds
 
 /// `lkplake sql --lake LAKE --format json SQL` with `storage` in its environment.
 fn sql_rows(lake: &str, storage: &[(String, String)], sql: &str) -> String {
-    let out = crate::common::command(&["sql", "--lake", lake, "--format", "json", sql])
-        .envs(storage.iter().map(|(k, v)| (k, v)))
+    let out = command_with(&["sql", "--lake", lake, "--format", "json", sql], storage)
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
@@ -184,8 +184,7 @@ fn sql_rows(lake: &str, storage: &[(String, String)], sql: &str) -> String {
 
 /// `lkplake ARGS` with `storage` in its environment, which must succeed; its stderr.
 fn run_with(storage: &[(String, String)], args: &[&str]) -> String {
-    let out = crate::common::command(args)
-        .envs(storage.iter().map(|(k, v)| (k, v)))
+    let out = command_with(args, storage)
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -360,8 +359,7 @@ fn two_transformers_and_two_servers_on_one_s3_lake_while_reports_stream_in_write
 fn a_missing_bucket_is_named_with_the_reason() {
     let s3 = s3();
     let lake = "s3://no-such-bucket-lkplake/lake";
-    let out = crate::common::command(&["sql", "--lake", lake, "SELECT 1"])
-        .envs(s3.storage())
+    let out = command_with(&["sql", "--lake", lake, "SELECT 1"], &s3.storage())
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
     let stderr = String::from_utf8_lossy(&out.stderr);
