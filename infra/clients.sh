@@ -2,7 +2,7 @@
 # Real Postgres clients for the tests of `lkplake serve`, and DuckDB for the differential SQL
 # test: psql (Debian's postgresql-client); from PyPI psycopg 3, psycopg2, asyncpg, SQLAlchemy 2
 # with pandas, pgcli and duckdb, and the other engines that read the lake (Python deltalake,
-# polars, pyarrow); node-postgres (`pg`, npm) from tests/clients/node's lock file.
+# polars, pyarrow), and moto, the second S3 server of the object-store tests; node-postgres (`pg`, npm) from tests/clients/node's lock file.
 # Installs each only when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +28,7 @@ python_packages=(
     "deltalake deltalake>=1.0"
     "polars polars>=1.0"
     "pyarrow pyarrow>=15"
+    "moto moto[server]>=5.1"
 )
 missing=()
 for entry in "${python_packages[@]}"; do

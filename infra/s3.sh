@@ -5,6 +5,10 @@
 #   infra/s3.sh start [PORT]         serve ${LKPLAKE_INFRA_DIR:-target/infra}/s3-PORT on
 #                                    127.0.0.1:PORT; prints the endpoint URL
 #   infra/s3.sh stop [PORT]          stop it
+#   infra/s3.sh start-moto PORT      Python moto in server mode (PyPI moto[server], installed by
+#                                    infra/clients.sh), an independent S3 implementation that
+#                                    keeps its buckets in memory; prints the endpoint URL
+#   infra/s3.sh stop-moto PORT       stop it
 # Buckets are the directories below the data directory: `mkdir DATA/lake` makes bucket `lake`.
 # The access key and secret are the test's own (LKPLAKE_S3_ACCESS_KEY / LKPLAKE_S3_SECRET_KEY,
 # defaults below); the server checks every request's signature against them.
@@ -54,9 +58,29 @@ stop() {
     fi
 }
 
+start_moto() {
+    local port=$1
+    stop_moto "$port" 2>/dev/null || true
+    # moto accepts any credentials; the tests sign with the same key as for s3s-fs.
+    moto_server -H 127.0.0.1 -p "$port" >"$state/moto-$port.log" 2>&1 &
+    echo $! >"$state/moto-$port.pid"
+    wait_port "$port" moto "$state/moto-$port.log"
+    echo "http://127.0.0.1:$port"
+}
+
+stop_moto() {
+    local pidfile="$state/moto-$1.pid"
+    if [ -f "$pidfile" ]; then
+        kill "$(cat "$pidfile")" 2>/dev/null || true
+        rm -f "$pidfile"
+    fi
+}
+
 case "${1:-}" in
     install) install ;;
     start) start "${2:-19000}" ;;
     stop) stop "${2:-19000}" ;;
-    *) echo "usage: $0 install|start [PORT]|stop [PORT]" >&2; exit 2 ;;
+    start-moto) start_moto "${2:?port}" ;;
+    stop-moto) stop_moto "${2:?port}" ;;
+    *) echo "usage: $0 install|start [PORT]|stop [PORT]|start-moto PORT|stop-moto PORT" >&2; exit 2 ;;
 esac

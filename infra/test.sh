@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command (README): installs and starts what the tests need on a fresh machine
-# (cargo-nextest, Tansu, s3s-fs, Prometheus and promtool, Debian's public-inbox, and the Postgres clients and DuckDB of infra/clients.sh), runs the whole suite, and stops the services again.
+# (cargo-nextest, Tansu, s3s-fs and moto, Prometheus and promtool, Debian's public-inbox, and the Postgres clients and DuckDB of infra/clients.sh), runs the whole suite, and stops the services again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -16,9 +16,10 @@ fi
 
 port=${LKPLAKE_TEST_TANSU_PORT:-19092}
 s3_port=${LKPLAKE_TEST_S3_PORT:-19000}
+moto_port=${LKPLAKE_TEST_MOTO_PORT:-19001}
 ./infra/tansu.sh install
 ./infra/s3.sh install
-trap './infra/tansu.sh stop "$port"; ./infra/s3.sh stop "$s3_port"' EXIT
+trap './infra/tansu.sh stop "$port"; ./infra/s3.sh stop "$s3_port"; ./infra/s3.sh stop-moto "$moto_port"' EXIT
 export LKPLAKE_TEST_BROKERS
 LKPLAKE_TEST_BROKERS=$(./infra/tansu.sh start "$port")
 echo "Tansu broker at $LKPLAKE_TEST_BROKERS" >&2
@@ -27,6 +28,10 @@ export LKPLAKE_TEST_S3_ENDPOINT LKPLAKE_TEST_S3_DATA
 LKPLAKE_TEST_S3_ENDPOINT=$(./infra/s3.sh start "$s3_port")
 LKPLAKE_TEST_S3_DATA=${LKPLAKE_INFRA_DIR:-$PWD/target/infra}/s3-$s3_port
 echo "s3s-fs at $LKPLAKE_TEST_S3_ENDPOINT, buckets in $LKPLAKE_TEST_S3_DATA" >&2
+# moto, a second S3 implementation: the conditional put is proven on both.
+export LKPLAKE_TEST_MOTO_ENDPOINT
+LKPLAKE_TEST_MOTO_ENDPOINT=$(./infra/s3.sh start-moto "$moto_port")
+echo "moto at $LKPLAKE_TEST_MOTO_ENDPOINT" >&2
 
 cargo fmt --all --check
 # The workspace lints (no unwrap in libraries, no blocking calls in async crates, docs on public

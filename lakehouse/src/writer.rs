@@ -401,6 +401,7 @@ impl Lake {
         if batch.num_rows() == 0 && txns.is_empty() {
             return Ok(());
         }
+        lkplake_faults::meet(lkplake_faults::BEFORE_APPEND).await;
         let target = self.table_mut(table);
         let mut rewrites = 0;
         loop {

@@ -87,33 +87,52 @@ pub fn broker() -> String {
     })
 }
 
-/// The S3 server of the test run: s3s-fs from crates.io, which `./infra/test.sh` installs and
-/// starts; without it the object-store tests cannot mean anything, so they fail loudly.
+/// An S3 server of the test run, which `./infra/test.sh` installs and starts; without it the
+/// object-store tests cannot mean anything, so they fail loudly.
 pub struct S3 {
     /// `http://127.0.0.1:PORT`.
     pub endpoint: String,
-    /// The directory the server keeps its buckets in, one directory each.
-    pub data: PathBuf,
+    /// The directory s3s-fs keeps its buckets in, one directory each; `None` for moto, which
+    /// keeps them in memory.
+    pub data: Option<PathBuf>,
 }
 
 pub const S3_ACCESS_KEY: &str = "lkplake-test";
 pub const S3_SECRET_KEY: &str = "lkplake-test-secret";
 
+fn test_var(name: &str, server: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run the tests with ./infra/test.sh, which installs and starts {server}")
+    })
+}
+
+/// s3s-fs from crates.io, the default S3 server of the tests.
 pub fn s3() -> S3 {
-    let var = |name: &str| {
-        std::env::var(name).unwrap_or_else(|_| {
-            panic!("{name} is not set: run the tests with ./infra/test.sh, which installs and starts s3s-fs")
-        })
-    };
     S3 {
-        endpoint: var("LKPLAKE_TEST_S3_ENDPOINT"),
-        data: PathBuf::from(var("LKPLAKE_TEST_S3_DATA")),
+        endpoint: test_var("LKPLAKE_TEST_S3_ENDPOINT", "s3s-fs"),
+        data: Some(PathBuf::from(test_var("LKPLAKE_TEST_S3_DATA", "s3s-fs"))),
+    }
+}
+
+/// Python moto in server mode, a second S3 implementation independent of s3s-fs.
+pub fn moto() -> S3 {
+    S3 {
+        endpoint: test_var("LKPLAKE_TEST_MOTO_ENDPOINT", "moto"),
+        data: None,
     }
 }
 
 impl S3 {
+    /// The directory of s3s-fs's buckets.
+    pub fn data(&self) -> &Path {
+        self.data
+            .as_deref()
+            .unwrap_or_else(|| panic!("{} keeps its objects in memory", self.endpoint))
+    }
+
     /// A new, empty bucket. s3s-fs serves each directory below its data directory as a
-    /// bucket, so making one is a `mkdir`; everything else goes through the S3 protocol.
+    /// bucket, so making one there is a `mkdir`; moto is asked with a signed CreateBucket.
+    /// Everything else goes through the S3 protocol.
     pub fn bucket(&self, name: &str) -> String {
         // Short: s3s-fs keeps each object's metadata in a file named after the bucket and the
         // key in base64, and Linux takes 255 bytes in a file name, so a 40-character bucket
@@ -128,7 +147,26 @@ impl S3 {
             .take(6)
             .collect();
         let bucket = format!("{}-{}-{nanos:x}", prefix.to_lowercase(), std::process::id());
-        std::fs::create_dir_all(self.data.join(&bucket)).unwrap_or_else(|e| panic!("{e}"));
+        match &self.data {
+            Some(data) => {
+                std::fs::create_dir_all(data.join(&bucket)).unwrap_or_else(|e| panic!("{e}"));
+            }
+            None => {
+                let out = Command::new("curl")
+                    .args(["--silent", "--show-error", "--fail", "--request", "PUT"])
+                    .args(["--aws-sigv4", "aws:amz:us-east-1:s3"])
+                    .args(["--user", &format!("{S3_ACCESS_KEY}:{S3_SECRET_KEY}")])
+                    .arg(format!("{}/{bucket}", self.endpoint))
+                    .output()
+                    .unwrap_or_else(|e| panic!("curl: {e}"));
+                assert!(
+                    out.status.success(),
+                    "creating bucket {bucket} on {}: {}",
+                    self.endpoint,
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
         bucket
     }
 
@@ -181,7 +219,11 @@ impl Pipeline {
 
     /// A pipeline whose lake is a prefix of a new bucket on the test run's S3 server.
     pub fn on_s3(name: &str) -> Self {
-        let s3 = s3();
+        Self::on_server(name, &s3())
+    }
+
+    /// A pipeline whose lake is a prefix of a new bucket on `s3`.
+    pub fn on_server(name: &str, s3: &S3) -> Self {
         let bucket = s3.bucket(name);
         Self {
             lake_url: format!("s3://{bucket}/lkp/lake"),
@@ -239,6 +281,26 @@ impl Pipeline {
     pub fn live_files(&self, name: &str) -> Vec<String> {
         live_files_at(&format!("{}/{name}", self.lake_url), &self.storage)
     }
+}
+
+/// The `commitInfo` of every commit of table `url`, newest first, as delta-rs reads the log;
+/// fields it has no name for (`operationMetrics`) are in `info`.
+pub fn commit_infos(url: &str, storage: &[(String, String)]) -> Vec<deltalake::kernel::CommitInfo> {
+    use futures::TryStreamExt;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    runtime.block_on(async {
+        let table = open_delta(url, storage)
+            .await
+            .unwrap_or_else(|| panic!("{url} is not a Delta table"));
+        table
+            .history(None)
+            .try_collect()
+            .await
+            .unwrap_or_else(|e| panic!("{url}: {e}"))
+    })
 }
 
 /// Table `url` (a local path or an `s3://` URL) opened with delta-rs directly, not through

@@ -3,12 +3,12 @@
 //! process). The numbers are the local lake's: the same inputs, the same rows.
 
 use crate::common::{
-    PG_PASSWORD, Pipeline, S3_SECRET_KEY, Server, command_with, generate, query_at, s3, scalar_i64,
-    temp_dir,
+    PG_PASSWORD, Pipeline, S3, S3_SECRET_KEY, Server, command_with, commit_infos, generate, moto,
+    query_at, s3, scalar_i64, temp_dir,
 };
 use crate::pipeline::{
     CORPUS, SEEDS, assert_each_report_once, assert_lake_matches, expected, generated,
-    spawn_transformer, transform_summary,
+    latest_assignment, spawn_transformer_with, transform_summary,
 };
 use std::path::Path;
 use std::process::Command;
@@ -109,7 +109,7 @@ fn seeds_and_corpus_through_tansu_into_an_s3_lake_hold_what_the_local_lake_holds
         .next()
         .unwrap_or_default()
         .to_owned();
-    let objects = files_below(&s3.data.join(&bucket).join("lkp/lake"));
+    let objects = files_below(&s3.data().join(&bucket).join("lkp/lake"));
     for table in ["metrics", "reports", "failures", "mentions"] {
         assert!(
             objects
@@ -264,10 +264,20 @@ fn run_trend_and_export_on_an_s3_lake_give_what_they_give_on_a_local_disk() {
 
 #[test]
 fn two_transformers_and_two_servers_on_one_s3_lake_while_reports_stream_in_write_each_once() {
+    two_writers_and_two_readers_on(&s3());
+}
+
+#[test]
+fn two_transformers_and_two_servers_on_one_moto_lake_while_reports_stream_in_write_each_once() {
+    two_writers_and_two_readers_on(&moto());
+}
+
+/// Two transformers and two servers on one lake of `server`, while 2,000 reports stream in.
+fn two_writers_and_two_readers_on(server: &S3) {
     let reports = generated("s3-two-writers", 2000);
     let e = expected(&[&reports]);
     assert_eq!(e.reports, 2000);
-    let p = Pipeline::on_s3("two-writers-s3");
+    let p = Pipeline::on_server("two-writers-s3", server);
     // The lake exists before the writers start, as in production.
     assert!(p.run(&["compact"]).status.success());
     // Over S3 every file of a scan is a request to one local server while four lkplake
@@ -279,13 +289,45 @@ fn two_transformers_and_two_servers_on_one_s3_lake_while_reports_stream_in_write
         Server::start_on(&p.lake_url, &p.storage, &serve),
         Server::start_on(&p.lake_url, &p.storage, &serve),
     ];
+    // One report creates the topic, so that both writers join the group and share its
+    // partitions before the other 1,999 stream in.
+    let first = temp_dir("s3-two-writers-first");
+    let moved = Path::new(&reports).join("000000.eml");
+    std::fs::rename(&moved, first.join("000000.eml")).unwrap_or_else(|e| panic!("{e}"));
+    let first = first.to_string_lossy().into_owned();
+    assert!(
+        p.run(&["ingest", "--partitions", "4", &first])
+            .status
+            .success()
+    );
+    // Each writer's first 16 appends (four flushes of four tables) wait for the other's, so
+    // that both read the same version and put the next one at the same moment: the store's
+    // conditional put must refuse one of them, on every run (lkplake_faults::meet). A writer
+    // held there cannot answer a rebalance, so they meet only once both have partitions.
+    let meeting = temp_dir("s3-two-writers-meet");
+    let meet = format!("lake.before-append:2:16:{}", meeting.display());
+    let env = [("LKPLAKE_MEET", meet.as_str())];
+    let mut writers = [
+        spawn_transformer_with(&p, &[], &env),
+        spawn_transformer_with(&p, &[], &env),
+    ];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let [a, b] = writers
+            .each_ref()
+            .map(|(_, log)| latest_assignment(&std::fs::read_to_string(log).unwrap_or_default()));
+        if !a.is_empty() && !b.is_empty() && a.is_disjoint(&b) && a.len() + b.len() == 4 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the two writers did not share the 4 partitions within 120 s: {a:?} and {b:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     // The reports stream in while both transformers write.
-    let mut ingest = p
-        .cmd(&["ingest", "--partitions", "4", &reports])
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut writers = [spawn_transformer(&p, &[]), spawn_transformer(&p, &[])];
-    assert!(ingest.wait().is_ok_and(|s| s.success()), "ingest failed");
+    let ingest = p.run(&["ingest", "--partitions", "4", &reports]);
+    assert!(ingest.status.success(), "ingest failed");
     // Both servers, each on its own, see every report within their refresh of the last commit.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
     for server in &servers {
@@ -337,22 +379,43 @@ fn two_transformers_and_two_servers_on_one_s3_lake_while_reports_stream_in_write
             e.metric_rows.to_string()
         );
     }
-    // The writers committed to the same tables at once: a commit that found the table moved
+    // The writers committed to the same tables at once. A commit that found the table moved
     // on since it read it was checked for conflicts and put at the next version (`rebased`);
     // one that lost the put itself to the other writer got the store's 412 from the
-    // conditional put (`refused`) and was retried. Either way no commit was lost (above).
+    // conditional put and was retried. Either way no commit was lost (above).
     let count = |text: &str| -> usize { logs.iter().map(|l| l.matches(text).count()).sum() };
     let rebased = count("table updated during transaction, checking for conflicts");
-    let refused = count("version already exists, will retry");
+    let refused_logged = count("version already exists, will retry");
     let written: i64 = logs.iter().map(|l| transform_summary(l).1).sum();
     assert_eq!(written, 2000, "reports written by the two transformers");
+    // delta-rs records in each commit how many of its puts were refused before one landed
+    // (`operationMetrics.num_retries`); read from the objects the S3 server holds.
+    let refused = refused_puts_recorded(&p);
     eprintln!(
-        "commits put at a later version than they read: {rebased}; puts refused by the conditional put and retried: {refused}"
+        "commits put at a later version than they read: {rebased}; puts refused by the conditional put and retried: {refused} recorded in the log, {refused_logged} logged"
     );
     assert!(
-        rebased + refused > 0,
-        "the two writers never committed concurrently: {logs:?}"
+        refused > 0,
+        "no commit was refused by the conditional put although the writers met before each append: {logs:?}"
     );
+    assert_eq!(
+        refused, refused_logged as u64,
+        "every refusal the writers logged is recorded in the commit that followed it"
+    );
+}
+
+/// The puts refused by the store and retried, summed over every commit of every table of the
+/// lake, as delta-rs recorded them in each commit's `operationMetrics.num_retries`.
+fn refused_puts_recorded(p: &Pipeline) -> u64 {
+    ["metrics", "failures", "mentions", "reports"]
+        .into_iter()
+        .flat_map(|table| commit_infos(&format!("{}/{table}", p.lake_url), &p.storage))
+        .map(|commit| {
+            commit.info["operationMetrics"]["num_retries"]
+                .as_u64()
+                .unwrap_or(0)
+        })
+        .sum()
 }
 
 #[test]

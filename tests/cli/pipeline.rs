@@ -965,12 +965,22 @@ pub(crate) fn spawn_transformer(
     p: &Pipeline,
     args: &[&str],
 ) -> (std::process::Child, std::path::PathBuf) {
+    spawn_transformer_with(p, args, &[])
+}
+
+/// [`spawn_transformer`] with more environment variables (fault points).
+pub(crate) fn spawn_transformer_with(
+    p: &Pipeline,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (std::process::Child, std::path::PathBuf) {
     let mut all = vec!["transform", "--flush-rows", "10000", "--flush-ms", "300"];
     all.extend_from_slice(args);
     let log = temp_dir("transformer-log").join("transform.log");
     let file = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
     let child = p
         .cmd(&all)
+        .envs(env.iter().copied())
         .env(
             "LKPLAKE_LOG",
             "warn,buoyant_kernel=off,lkplake_transform=debug,lkplake_lake=debug",
@@ -1035,6 +1045,15 @@ fn partitions_assigned(log: &str) -> std::collections::BTreeSet<i32> {
         })
         .flatten()
         .collect()
+}
+
+/// The partitions of a member's latest assignment in its log; empty before the first one.
+pub(crate) fn latest_assignment(log: &str) -> std::collections::BTreeSet<i32> {
+    log.lines()
+        .rev()
+        .find(|l| l.contains("partitions assigned here"))
+        .map(partitions_assigned)
+        .unwrap_or_default()
 }
 
 /// Waits, at most 60 s, until the member logging to `log` has been given a partition.
