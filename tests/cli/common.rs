@@ -283,15 +283,20 @@ impl Pipeline {
     }
 }
 
+/// Runs `work` to completion on a runtime of its own: the tests are synchronous, delta-rs is not.
+fn block_on<F: Future>(work: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .block_on(work)
+}
+
 /// The `commitInfo` of every commit of table `url`, newest first, as delta-rs reads the log;
 /// fields it has no name for (`operationMetrics`) are in `info`.
 pub fn commit_infos(url: &str, storage: &[(String, String)]) -> Vec<deltalake::kernel::CommitInfo> {
     use futures::TryStreamExt;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
-    runtime.block_on(async {
+    block_on(async {
         let table = open_delta(url, storage)
             .await
             .unwrap_or_else(|| panic!("{url} is not a Delta table"));
@@ -331,11 +336,7 @@ pub fn query(lake: &Path, sql: &str) -> Vec<RecordBatch> {
 
 /// Runs SQL with DataFusion over the lake at `lake` (a local path or an `s3://` URL).
 pub fn query_at(lake: &str, storage: &[(String, String)], sql: &str) -> Vec<RecordBatch> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
-    runtime.block_on(async {
+    block_on(async {
         let ctx = SessionContext::new();
         for name in ["metrics", "reports", "failures", "mentions"] {
             let table = open_delta(&format!("{lake}/{name}"), storage).await;
@@ -377,11 +378,7 @@ pub fn live_files(table: &Path) -> Vec<String> {
 
 /// The data files the current version of the table at `url` references.
 pub fn live_files_at(url: &str, storage: &[(String, String)]) -> Vec<String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
-    runtime.block_on(async {
+    block_on(async {
         let table = open_delta(url, storage)
             .await
             .unwrap_or_else(|| panic!("{url} is not a table"));
