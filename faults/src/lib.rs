@@ -27,11 +27,12 @@ pub const BEFORE_CHECKPOINT: &str = "ingest.before-checkpoint";
 
 /// The variable that makes processes wait for each other at a point:
 /// `NAME:PEERS:TIMES:DIR`. Each of the first TIMES passages of point NAME waits until PEERS
-/// processes (this one included) have reached the same passage, counted by files in DIR.
+/// processes (this one included) are waiting there at once, seen by their files in DIR.
 pub const MEET: &str = "LKPLAKE_MEET";
 
-/// Before each table's append of a lake commit.
-pub const BEFORE_APPEND: &str = "lake.before-append";
+/// Before the put of each commit to a table of the lake, once its version is chosen; the
+/// table's name follows (`lake.before-put.metrics`).
+pub const BEFORE_PUT: &str = "lake.before-put";
 
 /// Aborts the process here when `LKPLAKE_CRASH_AT` names this point (and, with `NAME:N`, this
 /// is its N-th passage).
@@ -63,19 +64,24 @@ pub fn point(name: &str) {
 #[inline(always)]
 pub fn point(_name: &str) {}
 
-/// How long a process waits for its peers at one passage before it gives up meeting: a peer
-/// that has nothing to commit never arrives, and the test then fails on its own assertion
-/// rather than hanging.
+/// How long one passage waits for its peers: a peer may have nothing to commit, or be held in
+/// a consumer-group rebalance that waits for this process to poll again, so a passage that
+/// meets nobody goes on rather than hanging, and the next passage tries again.
 #[cfg(feature = "enabled")]
-const MEET_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+const MEET_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Waits here, when `LKPLAKE_MEET` names this point, until every peer has reached the same
-/// passage (at most [`MEET_PATIENCE`]; after one wait that long it no longer waits).
+/// Waits here, when `LKPLAKE_MEET` names this point, until PEERS processes are waiting here
+/// at once (at most [`MEET_PATIENCE`]), for each of the point's first TIMES passages.
+///
+/// A process that leaves because it saw its peers' files knows each of them has reached the
+/// point and not yet left it, so whatever every one of them did before the point happened
+/// before anything any of them does after it: for two writers met before their put, both
+/// listed the log before either put.
 #[cfg(feature = "enabled")]
 pub async fn meet(name: &str) {
     use std::path::PathBuf;
     use std::sync::LazyLock;
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicU64, Ordering};
     struct Meeting {
         point: String,
         peers: usize,
@@ -93,40 +99,47 @@ pub async fn meet(name: &str) {
         })
     });
     static PASSED: AtomicU64 = AtomicU64::new(0);
-    static GAVE_UP: AtomicBool = AtomicBool::new(false);
     let Some(meeting) = MEETING.as_ref().filter(|m| m.point == name) else {
         return;
     };
     let passage = PASSED.fetch_add(1, Ordering::SeqCst) + 1;
-    if passage > meeting.times || GAVE_UP.load(Ordering::SeqCst) {
+    if passage > meeting.times {
         return;
     }
-    let prefix = format!("{passage}.");
-    let mark = meeting.dir.join(format!("{prefix}{}", std::process::id()));
+    let mark = meeting.dir.join(format!("waiting.{}", std::process::id()));
     if let Err(e) = tokio::fs::write(&mark, b"").await {
         eprintln!("lkplake: cannot meet at {name}: {}: {e}", mark.display());
         return;
     }
     let since = std::time::Instant::now();
     loop {
-        let mut arrived = 0;
+        let mut waiting = 0;
         if let Ok(mut entries) = tokio::fs::read_dir(&meeting.dir).await {
             while let Ok(Some(entry)) = entries.next_entry().await {
-                arrived += usize::from(entry.file_name().to_string_lossy().starts_with(&prefix));
+                waiting += usize::from(entry.file_name().to_string_lossy().starts_with("waiting."));
             }
         }
-        if arrived >= meeting.peers {
-            return;
+        if waiting >= meeting.peers {
+            eprintln!("lkplake: {waiting} peers met at {name} (passage {passage})");
+            // Still here while the peers, polling every millisecond, see this file too:
+            // removed at once, a peer could miss it and wait out its patience alone.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            break;
         }
         if since.elapsed() > MEET_PATIENCE {
             eprintln!(
-                "lkplake: {arrived} of {} peers met at {name} (passage {passage}); no longer waiting",
+                "lkplake: {waiting} of {} peers at {name} (passage {passage}); going on alone",
                 meeting.peers
             );
-            GAVE_UP.store(true, Ordering::SeqCst);
-            return;
+            break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    if let Err(e) = tokio::fs::remove_file(&mark).await {
+        eprintln!(
+            "lkplake: cannot leave the meeting at {name}: {}: {e}",
+            mark.display()
+        );
     }
 }
 

@@ -74,7 +74,7 @@ year=$($bin sql --format csv \
     "SELECT date_part('year', time) AS year FROM comparisons WHERE verdict = 'regression' AND testcase = '$testcase'
      GROUP BY 1 ORDER BY count(*) DESC LIMIT 1" | tail -1 | python3 -c 'import sys; print(int(float(sys.stdin.read())))')
 
-echo "reports: $written ($metric_rows metric rows), the same in both lakes; S3 transform: $commits lake commits"
+echo "reports: $written ($metric_rows metric rows), the same in both lakes; S3 transform: $commits flushes, each one Delta commit per table"
 echo "series: $testcase / $machine / $params / $metric ; regressions: $testcase in $year"
 echo
 echo "| step | local | S3 | S3 requests |"

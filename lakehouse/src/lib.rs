@@ -16,6 +16,8 @@ mod damage;
 pub mod derived;
 mod error;
 mod location;
+#[cfg(feature = "fault-injection")]
+mod meeting;
 mod object_store;
 mod reader;
 mod writer;

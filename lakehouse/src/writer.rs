@@ -254,16 +254,22 @@ async fn open_table(lake: &LakeUrl, which: Table) -> Result<DeltaTable, LakeErro
     let table = DeltaTable::try_from_url(lake.table(name)?)
         .await
         .map_err(LakeError::delta(name))?;
-    if table.version().is_some() {
-        return Ok(table);
-    }
-    // A new table: an empty write creates it with the schema and partitioning.
-    table
-        .write(vec![RecordBatch::new_empty(which.schema())])
-        .with_save_mode(SaveMode::Append)
-        .with_partition_columns(which.partition_columns().iter().copied())
+    let table = if table.version().is_some() {
+        table
+    } else {
+        // A new table: an empty write creates it with the schema and partitioning.
+        table
+            .write(vec![RecordBatch::new_empty(which.schema())])
+            .with_save_mode(SaveMode::Append)
+            .with_partition_columns(which.partition_columns().iter().copied())
+            .await
+            .map_err(LakeError::delta(name))?
+    };
+    #[cfg(feature = "fault-injection")]
+    let table = crate::meeting::hold_puts(table, name)
         .await
-        .map_err(LakeError::delta(name))
+        .map_err(LakeError::delta(name))?;
+    Ok(table)
 }
 
 /// One batch per table, in [`Table::ALL`] order, for one commit.
@@ -401,7 +407,6 @@ impl Lake {
         if batch.num_rows() == 0 && txns.is_empty() {
             return Ok(());
         }
-        lkplake_faults::meet(lkplake_faults::BEFORE_APPEND).await;
         let target = self.table_mut(table);
         let mut rewrites = 0;
         loop {

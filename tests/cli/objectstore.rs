@@ -300,12 +300,15 @@ fn two_writers_and_two_readers_on(server: &S3) {
             .status
             .success()
     );
-    // Each writer's first 16 appends (four flushes of four tables) wait for the other's, so
-    // that both read the same version and put the next one at the same moment: the store's
-    // conditional put must refuse one of them, on every run (lkplake_faults::meet). A writer
-    // held there cannot answer a rebalance, so they meet only once both have partitions.
+    // Each writer's first 8 puts of a `metrics` commit wait (up to 5 s) until the other is
+    // waiting too, after both listed the log for its latest version: both then put the same
+    // next version, and the store's conditional put must refuse one of them (lkplake_lake's
+    // meeting log store, lkplake_faults::meet). Meeting before the append instead left a
+    // Parquet write between the two listings, and on CI's machine the two never raced. A
+    // writer held there cannot answer a rebalance, so they meet only once both have
+    // partitions.
     let meeting = temp_dir("s3-two-writers-meet");
-    let meet = format!("lake.before-append:2:16:{}", meeting.display());
+    let meet = format!("lake.before-put.metrics:2:8:{}", meeting.display());
     let env = [("LKPLAKE_MEET", meet.as_str())];
     let mut writers = [
         spawn_transformer_with(&p, &[], &env),
@@ -386,17 +389,19 @@ fn two_writers_and_two_readers_on(server: &S3) {
     let count = |text: &str| -> usize { logs.iter().map(|l| l.matches(text).count()).sum() };
     let rebased = count("table updated during transaction, checking for conflicts");
     let refused_logged = count("version already exists, will retry");
+    let met = count("peers met at lake.before-put.metrics");
     let written: i64 = logs.iter().map(|l| transform_summary(l).1).sum();
     assert_eq!(written, 2000, "reports written by the two transformers");
     // delta-rs records in each commit how many of its puts were refused before one landed
     // (`operationMetrics.num_retries`); read from the objects the S3 server holds.
     let refused = refused_puts_recorded(&p);
     eprintln!(
-        "commits put at a later version than they read: {rebased}; puts refused by the conditional put and retried: {refused} recorded in the log, {refused_logged} logged"
+        "commits put at a later version than they read: {rebased}; passages where the writers met before a put: {met}; puts refused by the conditional put and retried: {refused} recorded in the log, {refused_logged} logged"
     );
+    assert!(met > 0, "the writers never met before a put: {logs:?}");
     assert!(
         refused > 0,
-        "no commit was refused by the conditional put although the writers met before each append: {logs:?}"
+        "no commit was refused by the conditional put although the writers met before their puts: {logs:?}"
     );
     assert_eq!(
         refused, refused_logged as u64,
