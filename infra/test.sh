@@ -28,7 +28,8 @@ export LKPLAKE_TEST_S3_ENDPOINT LKPLAKE_TEST_S3_DATA
 LKPLAKE_TEST_S3_ENDPOINT=$(./infra/s3.sh start "$s3_port")
 LKPLAKE_TEST_S3_DATA=${LKPLAKE_INFRA_DIR:-$PWD/target/infra}/s3-$s3_port
 echo "s3s-fs at $LKPLAKE_TEST_S3_ENDPOINT, buckets in $LKPLAKE_TEST_S3_DATA" >&2
-# moto, a second S3 implementation: the conditional put is proven on both.
+# moto, a second S3 implementation: the two-writer test runs on it, since s3s-fs does not
+# refuse simultaneous conditional puts (infra/README.md).
 export LKPLAKE_TEST_MOTO_ENDPOINT
 LKPLAKE_TEST_MOTO_ENDPOINT=$(./infra/s3.sh start-moto "$moto_port")
 echo "moto at $LKPLAKE_TEST_MOTO_ENDPOINT" >&2

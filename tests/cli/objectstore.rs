@@ -3,7 +3,7 @@
 //! process). The numbers are the local lake's: the same inputs, the same rows.
 
 use crate::common::{
-    PG_PASSWORD, Pipeline, S3, S3_SECRET_KEY, Server, command_with, commit_infos, generate, moto,
+    PG_PASSWORD, Pipeline, S3_SECRET_KEY, Server, command_with, commit_infos, generate, moto,
     query_at, s3, scalar_i64, temp_dir,
 };
 use crate::pipeline::{
@@ -262,18 +262,15 @@ fn run_trend_and_export_on_an_s3_lake_give_what_they_give_on_a_local_disk() {
     assert_eq!(export(&remote, &storage), history);
 }
 
-#[test]
-fn two_transformers_and_two_servers_on_one_s3_lake_while_reports_stream_in_write_each_once() {
-    two_writers_and_two_readers_on(&s3());
-}
-
+/// On moto, not on s3s-fs: s3s-fs 0.14.1's PutObject checks `If-None-Match: *` and then
+/// renames the new object into place (`put_object` in its s3.rs), so two puts of one key that
+/// arrive together both succeed and the later replaces the earlier. With the puts met as
+/// below, this test lost 70,870 of 373,308 metric rows on s3s-fs (2026-12-02), and each
+/// writer had been told its commits landed. infra/README.md says which stores two writers
+/// can share.
 #[test]
 fn two_transformers_and_two_servers_on_one_moto_lake_while_reports_stream_in_write_each_once() {
-    two_writers_and_two_readers_on(&moto());
-}
-
-/// Two transformers and two servers on one lake of `server`, while 2,000 reports stream in.
-fn two_writers_and_two_readers_on(server: &S3) {
+    let server = &moto();
     let reports = generated("s3-two-writers", 2000);
     let e = expected(&[&reports]);
     assert_eq!(e.reports, 2000);
