@@ -8,8 +8,8 @@
 # toolchain build with the flags cargo-fuzz passes. FUZZ_SANITIZER picks cargo-fuzz's
 # sanitizer, `none` unless set: with AddressSanitizer parse_message ran 70 inputs a second
 # (10 million runs would take 40 hours here), without it 800. lkplake's crates have no unsafe
-# code; what `none` gives up is ASan's check of the dependencies' unsafe code. A crash leaves its input in
-# fuzz/artifacts/TARGET/ and makes this script exit non-zero.
+# code; what `none` gives up is ASan's check of the dependencies' unsafe code. A crash leaves
+# its input in fuzz/artifacts/TARGET/ and makes this script exit non-zero.
 set -euo pipefail
 cd "$(dirname "$0")"
 target=${1:?usage: fuzz/run.sh parse_message|decode_message [RUNS]}

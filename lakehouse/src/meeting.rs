@@ -15,16 +15,13 @@ use deltalake::logstore::{CommitOrBytes, LogStore, LogStoreConfig, LogStoreRef};
 use deltalake::{DeltaResult, DeltaTable};
 use uuid::Uuid;
 
-/// The table `table` of the same lake, its commits' puts held at
-/// `lkplake_faults::BEFORE_PUT.<table>` when `LKPLAKE_MEET` names that point.
-pub(crate) async fn hold_puts(table: DeltaTable, name: &str) -> DeltaResult<DeltaTable> {
-    let store = Meeting {
+/// The table, not loaded yet, its commits' puts held at `lkplake_faults::BEFORE_PUT.<name>`
+/// when `LKPLAKE_MEET` names that point.
+pub(crate) fn hold_puts(table: DeltaTable, name: &str) -> DeltaTable {
+    DeltaTable::new(Arc::new(Meeting {
         point: format!("{}.{name}", lkplake_faults::BEFORE_PUT),
         inner: table.log_store(),
-    };
-    let mut held = DeltaTable::new(Arc::new(store));
-    held.load().await?;
-    Ok(held)
+    }))
 }
 
 /// Forwards everything to the table's own log store, meeting before each put.

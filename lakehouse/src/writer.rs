@@ -4,7 +4,6 @@
 //! for progress.
 
 use crate::{LakeError, LakeUrl};
-use deltalake::DeltaTable;
 use deltalake::arrow::array::RecordBatch;
 use deltalake::arrow::datatypes::SchemaRef;
 use deltalake::datafusion::prelude::{SessionContext, col, lit};
@@ -14,6 +13,7 @@ use deltalake::kernel::transaction::CommitProperties;
 use deltalake::parquet::basic::{Compression, ZstdLevel};
 use deltalake::parquet::file::properties::WriterProperties;
 use deltalake::protocol::SaveMode;
+use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError};
 use lkplake_schemas::tables::{
     FAILURES, FAILURES_TABLE, MENTIONS, MENTIONS_TABLE, METRICS, METRICS_TABLE, PARTITION_COLUMNS,
     REPORTS, REPORTS_TABLE,
@@ -251,25 +251,25 @@ async fn open_table(lake: &LakeUrl, which: Table) -> Result<DeltaTable, LakeErro
             .await
             .map_err(|source| LakeError::Io { path, source })?;
     }
-    let table = DeltaTable::try_from_url(lake.table(name)?)
-        .await
+    let table = DeltaTableBuilder::from_url(lake.table(name)?)
+        .and_then(DeltaTableBuilder::build)
         .map_err(LakeError::delta(name))?;
-    let table = if table.version().is_some() {
-        table
-    } else {
-        // A new table: an empty write creates it with the schema and partitioning.
-        table
-            .write(vec![RecordBatch::new_empty(which.schema())])
-            .with_save_mode(SaveMode::Append)
-            .with_partition_columns(which.partition_columns().iter().copied())
-            .await
-            .map_err(LakeError::delta(name))?
-    };
+    // Wrapped before it is loaded, so that the table is read once.
     #[cfg(feature = "fault-injection")]
-    let table = crate::meeting::hold_puts(table, name)
+    let table = crate::meeting::hold_puts(table, name);
+    let mut table = table;
+    match table.load().await {
+        Ok(()) => return Ok(table),
+        // A new table: an empty write creates it with the schema and partitioning.
+        Err(DeltaTableError::NotATable(_)) => {}
+        Err(e) => return Err(LakeError::delta(name)(e)),
+    }
+    table
+        .write(vec![RecordBatch::new_empty(which.schema())])
+        .with_save_mode(SaveMode::Append)
+        .with_partition_columns(which.partition_columns().iter().copied())
         .await
-        .map_err(LakeError::delta(name))?;
-    Ok(table)
+        .map_err(LakeError::delta(name))
 }
 
 /// One batch per table, in [`Table::ALL`] order, for one commit.
