@@ -3,7 +3,14 @@
 //! how many it read, found and refused: the reading-and-parsing path alone, for
 //! `infra/bench/archive.sh`, buildable in release without Kafka or the lake
 //! (`cargo run --release -p lkplake-ingest --no-default-features --example read_archive PATH`).
+//!
+//! With `--verify-prefilter` first, every message is also decoded and parsed in full, and a
+//! message that the byte-level prefilter settles as "not a report" while the full parse finds
+//! something is named and counted: the check that the prefilter loses nothing on an archive.
 
+use lkplake_ingest::decode::decode;
+use lkplake_ingest::parser::parse_document;
+use lkplake_ingest::prefilter::settles_as_not_a_report;
 use lkplake_ingest::source::{self, expand_paths};
 use lkplake_ingest::{Parsed, parse_message};
 use std::ops::ControlFlow;
@@ -11,7 +18,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let paths: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
+    let mut args: Vec<PathBuf> = std::env::args_os().skip(1).map(PathBuf::from).collect();
+    let verify = args
+        .first()
+        .is_some_and(|a| a.as_os_str() == "--verify-prefilter");
+    let paths = if verify { args.split_off(1) } else { args };
     let inputs = match expand_paths(&paths) {
         Ok(inputs) => inputs,
         Err(e) => {
@@ -21,10 +32,22 @@ fn main() -> ExitCode {
     };
     let (mut messages, mut bytes, mut reports, mut mentions, mut not_reports, mut failed) =
         (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut settled, mut lost) = (0u64, 0u64);
     for input in &inputs {
         let read = source::read(input, &mut |message| {
             messages += 1;
             bytes += message.bytes.len() as u64;
+            if verify && settles_as_not_a_report(&message.bytes) {
+                settled += 1;
+                let full = parse_document(&decode(&message.bytes), &message.source);
+                if full != Ok(Parsed::NotAReport) {
+                    lost += 1;
+                    eprintln!(
+                        "read_archive: the prefilter settled {} message {} {:?}, the full parse gives {full:?}",
+                        message.source.path, message.source.index, message.source.commit
+                    );
+                }
+            }
             match parse_message(&message.bytes, &message.source) {
                 Ok(Parsed::Reports(found)) => reports += found.len() as u64,
                 Ok(Parsed::Mention { reports: found, .. }) => {
@@ -44,5 +67,13 @@ fn main() -> ExitCode {
     println!(
         "{messages} messages, {bytes} message bytes: {reports} reports, {mentions} mentions, {not_reports} not reports, {failed} failed"
     );
+    if verify {
+        println!(
+            "prefilter: settled {settled} messages without decoding; {lost} of them hold something"
+        );
+        if lost > 0 {
+            return ExitCode::FAILURE;
+        }
+    }
     ExitCode::SUCCESS
 }

@@ -7,8 +7,9 @@
 //! structure is not looked at here.
 
 use chrono::{DateTime, FixedOffset, Utc};
-use mail_parser::MessageParser;
+use mail_parser::{HeaderName, MessageParser};
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 /// The parts of a message the report parser reads.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -57,6 +58,31 @@ pub fn decode(bytes: &[u8]) -> Document {
     doc
 }
 
+/// The lines of some bytes, without their `\n` or `\r\n`; the last one may be cut (a head).
+pub(crate) fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut start = 0;
+    memchr::memchr_iter(b'\n', bytes)
+        .map(Some)
+        .chain(std::iter::once(None))
+        .map_while(move |end| {
+            let from = start;
+            let line = match end {
+                Some(end) => {
+                    start = end + 1;
+                    &bytes[from..end]
+                }
+                None if from < bytes.len() => &bytes[from..],
+                None => return None,
+            };
+            Some(line.strip_suffix(b"\r").unwrap_or(line))
+        })
+}
+
+/// The ASCII characters `char::is_whitespace` counts (vertical tab among them).
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
 /// NUL bytes or many control characters: not text in any charset a mail archive uses.
 fn looks_binary(bytes: &[u8]) -> bool {
     let head = &bytes[..bytes.len().min(8192)];
@@ -69,48 +95,99 @@ fn looks_binary(bytes: &[u8]) -> bool {
 
 /// A mail starts with a block of `Name: value` header fields. Web pages and pasted bodies do
 /// not; requiring a well-known field keeps a body that opens with `testcase: x` out.
-fn looks_like_rfc822(bytes: &[u8]) -> bool {
-    let head = &bytes[..bytes.len().min(64 * 1024)];
-    let text = String::from_utf8_lossy(head);
-    let mut fields = 0;
-    let mut known = false;
-    for line in text.lines() {
-        if line.trim().is_empty() {
-            break;
-        }
-        if line.starts_with([' ', '\t']) {
-            continue;
-        }
-        let Some((name, _)) = line.split_once(':') else {
-            return false;
-        };
-        if name.is_empty()
-            || !name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return false;
-        }
-        fields += 1;
-        known |= matches!(
-            name.to_ascii_lowercase().as_str(),
-            "from"
-                | "date"
-                | "subject"
-                | "message-id"
-                | "received"
-                | "return-path"
-                | "mime-version"
-                | "to"
-                | "delivered-to"
-                | "received-spf"
-        );
-    }
-    fields >= 2 && known
+pub(crate) fn looks_like_rfc822(bytes: &[u8]) -> bool {
+    scan_header_block(bytes, &mut |_| {}).is_mail
 }
 
+/// What [`scan_header_block`] found.
+pub(crate) struct HeaderBlock {
+    /// The test of [`looks_like_rfc822`].
+    pub is_mail: bool,
+    /// The block ended in a line with nothing on it, rather than in a line of blanks or at the
+    /// end of the 64 KiB head.
+    pub ends_in_empty_line: bool,
+}
+
+/// Reads the header block at the start of `bytes`, handing each of its lines (fields and
+/// continuations, without line ends) to `each_line`.
+pub(crate) fn scan_header_block(bytes: &[u8], each_line: &mut dyn FnMut(&[u8])) -> HeaderBlock {
+    let head = &bytes[..bytes.len().min(64 * 1024)];
+    let mut fields = 0;
+    let mut known = false;
+    let mut ends_in_empty_line = false;
+    // Byte by byte, and only the header block rather than the whole head: this runs on
+    // every message of an archive, most of which are not reports. A line is read as the
+    // text it decodes to would be (`str::trim`'s whitespace), converting it only when it
+    // starts with a byte outside ASCII.
+    for line in lines(head) {
+        match line.iter().find(|&&b| !is_space(b)) {
+            None => {
+                ends_in_empty_line = line.is_empty();
+                break;
+            }
+            Some(&b) if !b.is_ascii() && String::from_utf8_lossy(line).trim().is_empty() => break,
+            Some(_) => {}
+        }
+        if line.starts_with(b" ") || line.starts_with(b"\t") {
+            each_line(line);
+            continue;
+        }
+        let not_mail = HeaderBlock {
+            is_mail: false,
+            ends_in_empty_line: false,
+        };
+        let Some(colon) = memchr::memchr(b':', line) else {
+            return not_mail;
+        };
+        let name = &line[..colon];
+        if name.is_empty()
+            || !name
+                .iter()
+                .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return not_mail;
+        }
+        each_line(line);
+        fields += 1;
+        known |= [
+            "from",
+            "date",
+            "subject",
+            "message-id",
+            "received",
+            "return-path",
+            "mime-version",
+            "to",
+            "delivered-to",
+            "received-spf",
+        ]
+        .iter()
+        .any(|field| name.eq_ignore_ascii_case(field.as_bytes()));
+    }
+    HeaderBlock {
+        is_mail: fields >= 2 && known,
+        ends_in_empty_line,
+    }
+}
+
+/// `mail-parser` reading only the header fields a [`Document`] keeps and those that shape the
+/// body (the MIME fields), the same way its default does, and skipping the rest: its default
+/// also parses every `Received:` and address field, which cost more than the body of a
+/// typical list mail.
+static MAIL_PARSER: LazyLock<MessageParser> = LazyLock::new(|| {
+    MessageParser::new()
+        .with_mime_headers()
+        .header_text(HeaderName::Subject)
+        .header_date(HeaderName::Date)
+        .header_address(HeaderName::From)
+        .header_id(HeaderName::MessageId)
+        .header_id(HeaderName::InReplyTo)
+        .header_id(HeaderName::References)
+        .default_header_ignore()
+});
+
 fn decode_mail(bytes: &[u8]) -> Option<Document> {
-    let message = MessageParser::default().parse(bytes)?;
+    let message = MAIL_PARSER.parse(bytes)?;
     let mut body = String::new();
     for i in 0..message.text_body_count() {
         if let Some(text) = message.body_text(i) {

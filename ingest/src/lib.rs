@@ -16,6 +16,7 @@ pub mod follow;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod parser;
+pub mod prefilter;
 #[cfg(feature = "kafka")]
 pub mod replay;
 pub mod source;

@@ -62,8 +62,12 @@ impl Parsed {
     }
 }
 
-/// Parses one message.
+/// Parses one message. Mail that the byte-level [`crate::prefilter`] settles is not decoded:
+/// most list mail is not a report, and decoding costs more than parsing.
 pub fn parse_message(bytes: &[u8], source: &Source) -> Result<Parsed, ParseError> {
+    if crate::prefilter::settles_as_not_a_report(bytes) {
+        return Ok(Parsed::NotAReport);
+    }
     parse_document(&decode(bytes), source)
 }
 
@@ -71,9 +75,7 @@ pub fn parse_message(bytes: &[u8], source: &Source) -> Result<Parsed, ParseError
 pub fn parse_document(doc: &Document, source: &Source) -> Result<Parsed, ParseError> {
     // Most mail on a list is not a report: one substring scan settles it before any
     // allocation.
-    let body = doc.body.as_bytes();
-    let has = |needle: &[u8]| memchr::memmem::find(body, needle).is_some();
-    if !has(b"%stddev") && !has(b"fail:runs") && !has(b"noticed") && !has(b"Details are as below") {
+    if !crate::prefilter::has_marker(doc.body.as_bytes()) {
         return not_a_report(doc);
     }
     let streams = quote_streams(&doc.body);

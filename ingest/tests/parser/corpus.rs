@@ -411,3 +411,36 @@ fn every_corpus_mail_is_a_report_a_mention_or_not_a_report() {
         }
     );
 }
+
+/// The byte-level prefilter answers "not a report" without decoding only where decoding and
+/// parsing the mail in full answers the same: on every corpus mail, including the reports
+/// sent quoted-printable and the replies sent as HTML or multipart, the two paths agree.
+#[test]
+fn the_prefilter_settles_only_mail_that_the_full_parse_finds_empty() {
+    use lkplake_ingest::decode::decode;
+    use lkplake_ingest::parser::parse_document;
+    use lkplake_ingest::prefilter::settles_as_not_a_report;
+    let path = repo_root().join("ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz");
+    let file = InputFile::read(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut settled = 0;
+    for message in file.messages() {
+        let source = Source::file(file.path.clone(), message.index);
+        let full = parse_document(&decode(&message.bytes), &source);
+        assert_eq!(
+            lkplake_ingest::parse_message(&message.bytes, &source),
+            full,
+            "message {}",
+            message.index
+        );
+        if settles_as_not_a_report(&message.bytes) {
+            settled += 1;
+            assert_eq!(full, Ok(Parsed::NotAReport), "message {}", message.index);
+        }
+    }
+    // Counted independently with Python's `email` package: 1,452 mails have no marker in their
+    // bytes, and header fields that name text/plain (or nothing) in an ASCII-preserving charset
+    // and no transfer encoding but 7bit, 8bit or binary. One of them, 1308, has a header line
+    // `84;0;0cTo: kernel test robot <lkp@intel.com>` (terminal residue pasted into the
+    // header), which the decoder does not take for mail: the prefilter leaves it to it.
+    assert_eq!(settled, 1451);
+}
