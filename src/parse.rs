@@ -2,10 +2,12 @@
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use lkplake_ingest::source::{self, expand_paths};
-use lkplake_ingest::{Parsed, parse_message};
+use lkplake_ingest::Parsed;
+use lkplake_ingest::parallel::{default_threads, parse_input};
+use lkplake_ingest::source::expand_paths;
 use lkplake_schemas::{Mention, Message, Report, Source};
 use std::io::{BufWriter, Write};
+use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 
 use std::path::PathBuf;
@@ -16,6 +18,10 @@ pub struct ParseArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Json, env = "LKPLAKE_FORMAT")]
     format: Format,
+    /// Threads that decode and parse (one reads); one per core by default. Output keeps the
+    /// order of the input whatever the number.
+    #[arg(long, env = "LKPLAKE_PARSE_THREADS")]
+    threads: Option<NonZeroUsize>,
     /// Files, directories (recursive; Maildir works), .mbox / .mbox.gz archives, `-` for stdin.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
@@ -52,10 +58,11 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     let mut written = Ok(());
+    let threads = args.threads.map_or_else(default_threads, NonZeroUsize::get);
     for input in expand_paths(&args.paths)? {
-        let read = source::read(&input, &mut |message| {
+        let read = parse_input(&input, threads, &mut |outcome| {
             counts.messages += 1;
-            match parse_message(&message.bytes, &message.source) {
+            match outcome.parsed {
                 Ok(Parsed::NotAReport) => counts.not_reports += 1,
                 Ok(parsed) => {
                     for message in parsed.into_messages() {
@@ -77,7 +84,7 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
                 }
                 Err(reason) => {
                     counts.failed += 1;
-                    eprintln!("lkplake parse: {}: {reason}", describe(&message.source));
+                    eprintln!("lkplake parse: {}: {reason}", describe(&outcome.source));
                 }
             }
             ControlFlow::Continue(())

@@ -4,11 +4,14 @@
 //! `infra/bench/archive.sh`, buildable in release without Kafka or the lake
 //! (`cargo run --release -p lkplake-ingest --no-default-features --example read_archive PATH`).
 //!
+//! `LKPLAKE_PARSE_THREADS` sets how many threads decode and parse (one per core by default).
+//!
 //! With `--verify-prefilter` first, every message is also decoded and parsed in full, and a
 //! message that the byte-level prefilter settles as "not a report" while the full parse finds
 //! something is named and counted: the check that the prefilter loses nothing on an archive.
 
 use lkplake_ingest::decode::decode;
+use lkplake_ingest::parallel::{default_threads, parse_input};
 use lkplake_ingest::parser::parse_document;
 use lkplake_ingest::prefilter::settles_as_not_a_report;
 use lkplake_ingest::source::{self, expand_paths};
@@ -23,6 +26,10 @@ fn main() -> ExitCode {
         .first()
         .is_some_and(|a| a.as_os_str() == "--verify-prefilter");
     let paths = if verify { args.split_off(1) } else { args };
+    let threads = std::env::var("LKPLAKE_PARSE_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(default_threads);
     let inputs = match expand_paths(&paths) {
         Ok(inputs) => inputs,
         Err(e) => {
@@ -34,31 +41,42 @@ fn main() -> ExitCode {
         (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     let (mut settled, mut lost) = (0u64, 0u64);
     for input in &inputs {
-        let read = source::read(input, &mut |message| {
-            messages += 1;
-            bytes += message.bytes.len() as u64;
-            if verify && settles_as_not_a_report(&message.bytes) {
-                settled += 1;
-                let full = parse_document(&decode(&message.bytes), &message.source);
-                if full != Ok(Parsed::NotAReport) {
-                    lost += 1;
-                    eprintln!(
-                        "read_archive: the prefilter settled {} message {} {:?}, the full parse gives {full:?}",
-                        message.source.path, message.source.index, message.source.commit
-                    );
-                }
+        let mut count = |parsed: &Result<Parsed, _>| match parsed {
+            Ok(Parsed::Reports(found)) => reports += found.len() as u64,
+            Ok(Parsed::Mention { reports: found, .. }) => {
+                reports += found.len() as u64;
+                mentions += 1;
             }
-            match parse_message(&message.bytes, &message.source) {
-                Ok(Parsed::Reports(found)) => reports += found.len() as u64,
-                Ok(Parsed::Mention { reports: found, .. }) => {
-                    reports += found.len() as u64;
-                    mentions += 1;
+            Ok(Parsed::NotAReport) => not_reports += 1,
+            Err(_) => failed += 1,
+        };
+        let read = if verify {
+            source::read(input, &mut |message| {
+                messages += 1;
+                bytes += message.bytes.len() as u64;
+                if settles_as_not_a_report(&message.bytes) {
+                    settled += 1;
+                    let full = parse_document(&decode(&message.bytes), &message.source);
+                    if full != Ok(Parsed::NotAReport) {
+                        lost += 1;
+                        eprintln!(
+                            "read_archive: the prefilter settled {} message {} {:?}, the full parse gives {full:?}",
+                            message.source.path, message.source.index, message.source.commit
+                        );
+                    }
                 }
-                Ok(Parsed::NotAReport) => not_reports += 1,
-                Err(_) => failed += 1,
-            }
-            ControlFlow::Continue(())
-        });
+                count(&parse_message(&message.bytes, &message.source));
+                ControlFlow::Continue(())
+            })
+        } else {
+            // As `lkplake parse` reads: on every core, results in input order.
+            parse_input(input, threads, &mut |outcome| {
+                messages += 1;
+                bytes += outcome.size as u64;
+                count(&outcome.parsed);
+                ControlFlow::Continue(())
+            })
+        };
         if let Err(e) = read {
             eprintln!("read_archive: {e}");
             return ExitCode::FAILURE;

@@ -3,8 +3,9 @@
 
 use crate::checkpoint::{self, Checkpointer, Position};
 use crate::error::SourceError;
-use crate::parser::{Parsed, parse_message};
-use crate::source::{self, Input, InputRead, Inputs, Message};
+use crate::parallel::{Outcome, default_threads, panic_reason, parse_input};
+use crate::parser::Parsed;
+use crate::source::{Input, InputRead, Inputs};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use lkplake_schemas::{Message as WireMessage, Source};
@@ -18,7 +19,6 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
 use std::ops::ControlFlow;
-use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -423,18 +423,14 @@ pub(crate) enum Item {
     },
 }
 
-/// Parses one message and sends what it holds to the producer; false once the channel closed.
-fn parse_into(message: Message<'_>, tx: &tokio::sync::mpsc::Sender<Item>, limit: usize) -> bool {
-    let source = message.source;
-    // A parser bug on one message must cost that message, kept as a dead letter, not the rest
-    // of the input.
-    let parsed =
-        std::panic::catch_unwind(AssertUnwindSafe(|| parse_message(&message.bytes, &source)))
-            .unwrap_or_else(|panic| {
-                Err(crate::ParseError::Panicked {
-                    reason: panic_reason(panic.as_ref()),
-                })
-            });
+/// Sends what one message holds to the producer; false once the channel closed.
+fn send_outcome(outcome: Outcome, tx: &tokio::sync::mpsc::Sender<Item>, limit: usize) -> bool {
+    let Outcome {
+        source,
+        raw,
+        parsed,
+        ..
+    } = outcome;
     let index = source.index;
     // Most mail is not a report: its source moves into `Done`, nothing is copied.
     let (sent, commit) = match parsed {
@@ -450,7 +446,12 @@ fn parse_into(message: Message<'_>, tx: &tokio::sync::mpsc::Sender<Item>, limit:
                             payload.len(),
                             more_than_a_message(limit)
                         );
-                        dead_letter(source.clone(), message.bytes.to_vec(), error, limit)
+                        dead_letter(
+                            source.clone(),
+                            raw.clone().unwrap_or_default(),
+                            error,
+                            limit,
+                        )
                     }
                     item => item,
                 })
@@ -459,20 +460,11 @@ fn parse_into(message: Message<'_>, tx: &tokio::sync::mpsc::Sender<Item>, limit:
         }
         Err(e) => {
             let commit = source.commit.clone();
-            let dead = dead_letter(source, message.bytes.into_owned(), e.to_string(), limit);
+            let dead = dead_letter(source, raw.unwrap_or_default(), e.to_string(), limit);
             (tx.blocking_send(dead).is_ok(), commit)
         }
     };
     sent && tx.blocking_send(Item::Done { index, commit }).is_ok()
-}
-
-/// A panic's message, for a dead letter or an error.
-pub(crate) fn panic_reason(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
 /// Reads, parses and produces every input file. Parsing runs on its own thread (it is CPU
@@ -505,6 +497,7 @@ pub async fn ingest(
     let files = inputs.inputs.len() as u64;
     let parser_stop = stop.clone();
     let checkpointing = checkpoints.is_some();
+    let threads = default_threads();
     let parser = std::thread::spawn(move || {
         let stop = parser_stop;
         for (input, size) in inputs.inputs {
@@ -517,12 +510,12 @@ pub async fn ingest(
                 return;
             }
             let mut closed = false;
-            let read = source::read(&input, &mut |message| {
+            let read = parse_input(&input, threads, &mut |outcome| {
                 // The async side has recorded where reading stopped.
                 if stop.is_cancelled() {
                     return ControlFlow::Break(());
                 }
-                let sent = parse_into(message, &tx, limit);
+                let sent = send_outcome(outcome, &tx, limit);
                 closed = !sent;
                 if sent {
                     ControlFlow::Continue(())

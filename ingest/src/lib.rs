@@ -15,6 +15,7 @@ pub mod error;
 pub mod follow;
 #[cfg(feature = "kafka")]
 pub mod kafka;
+pub mod parallel;
 pub mod parser;
 pub mod prefilter;
 #[cfg(feature = "kafka")]

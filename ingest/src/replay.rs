@@ -9,9 +9,10 @@
 use crate::checkpoint::{Checkpointer, Checkpoints, Position, dead_letter_key};
 use crate::follow::{blocking, ensure_sources_topic};
 use crate::kafka::{
-    DeadLetter, Item, KafkaIngestError, KafkaTarget, Sent, deliver, encode, panic_reason, producer,
+    DeadLetter, Item, KafkaIngestError, KafkaTarget, Sent, deliver, encode, producer,
     read_dead_letters,
 };
+use crate::parallel::panic_reason;
 use crate::parser::{Parsed, parse_message};
 use std::panic::AssertUnwindSafe;
 

@@ -116,6 +116,28 @@ fn parse_reads_stdin_and_gzipped_mbox() {
     );
 }
 
+/// Decoding and parsing run on several threads; what is printed keeps the input's order and
+/// is the same whatever their number.
+#[test]
+fn parse_on_several_threads_prints_what_one_thread_prints_in_input_order() {
+    let corpus = "ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz";
+    let one = lkplake(&["parse", "--threads", "1", corpus], None);
+    let three = lkplake(&["parse", "--threads", "3", corpus], None);
+    assert!(one.status.success() && three.status.success());
+    assert!(one.stdout == three.stdout, "the outputs differ");
+    // The corpus's reports in file order (the corpus test's list of report mails starts at
+    // 0, 87, 98): their sources' message indexes never go down.
+    let indexes: Vec<u64> = json_lines(&three)
+        .iter()
+        .map(|l| l["source"]["index"].as_u64().unwrap_or(u64::MAX))
+        .collect();
+    assert_eq!(indexes.len(), 100);
+    assert_eq!(&indexes[..3], &[0, 87, 92]);
+    assert!(indexes.windows(2).all(|w| w[0] <= w[1]), "{indexes:?}");
+    let zero = lkplake(&["parse", "--threads", "0", corpus], None);
+    assert_eq!(zero.status.code(), Some(2), "no threads is a usage error");
+}
+
 #[test]
 fn unreadable_and_broken_inputs_fail_with_file_message_and_reason() {
     let dir = temp_dir("broken");

@@ -1,0 +1,277 @@
+//! Parsing one input on every core, with the results handed back in input order.
+//!
+//! One thread reads and splits the input and runs the byte-level [`crate::prefilter`], which
+//! settles most list mail on the spot; the messages it cannot settle go, in batches, to worker
+//! threads that decode and parse them; the caller's thread receives every message's outcome in
+//! the order the input holds them (`parse` prints in that order, `ingest` checkpoints by it).
+//! Settled mail is never copied: only its place in the order travels.
+
+use crate::error::{ParseError, SourceError};
+use crate::parser::{Parsed, parse_document};
+use crate::prefilter::settles_as_not_a_report;
+use crate::source::{self, Input, InputRead};
+use lkplake_schemas::Source;
+use std::ops::ControlFlow;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+
+/// What one message turned out to be, with where it is.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Its place in the input.
+    pub source: Source,
+    /// Its size as stored.
+    pub size: usize,
+    /// The message as stored, when it was decoded: a dead letter or an oversized report
+    /// keeps it. `None` for mail the prefilter settled.
+    pub raw: Option<Vec<u8>>,
+    /// The parse, or why the message could not be parsed. A parser panic on one message is
+    /// [`ParseError::Panicked`] for that message, not the end of the input.
+    pub parsed: Result<Parsed, ParseError>,
+}
+
+/// A message on its way to a worker: settled already, or to be decoded.
+enum Job {
+    Settled(Source, usize),
+    Decode(Source, Vec<u8>),
+}
+
+/// A batch of messages and where its worker sends their outcomes.
+type Batch = (Vec<Job>, SyncSender<Vec<Outcome>>);
+
+/// A batch is sent once it holds this many messages or bytes: few channel operations per
+/// message, and a bounded amount of mail in memory (at most [`DEPTH`] batches per worker).
+const BATCH_MESSAGES: usize = 512;
+const BATCH_BYTES: usize = 4 << 20;
+const DEPTH: usize = 2;
+
+/// How many threads decode and parse: one per core.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// Reads `input` and hands each message's [`Outcome`] to `each`, in input order, on the
+/// calling thread; `threads` workers decode and parse. Stops reading once `each` breaks.
+pub fn parse_input(
+    input: &Input,
+    threads: usize,
+    each: &mut dyn FnMut(Outcome) -> ControlFlow<()>,
+) -> Result<InputRead, SourceError> {
+    let threads = threads.max(1);
+    let stop = AtomicBool::new(false);
+    let (work_tx, work_rx) = sync_channel::<Batch>(threads * DEPTH);
+    let work_rx = Arc::new(Mutex::new(work_rx));
+    let (order_tx, order_rx) = sync_channel::<Receiver<Vec<Outcome>>>(threads * DEPTH);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            let work_rx = Arc::clone(&work_rx);
+            scope.spawn(move || work(&work_rx));
+        }
+        let stop = &stop;
+        let reader = scope.spawn(move || read(input, stop, &work_tx, &order_tx));
+        for batch in order_rx {
+            // A batch whose worker is gone (the channel closed) ends the delivery; the reader
+            // then stops too.
+            let Ok(outcomes) = batch.recv() else { break };
+            if outcomes.into_iter().any(|outcome| each(outcome).is_break()) {
+                stop.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
+        // The reader's own result; a panic in it is not caught here, the caller's thread
+        // carries it on.
+        match reader.join() {
+            Ok(read) => read,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
+/// The reading thread: splits the input, settles what it can, and sends the rest in batches.
+fn read(
+    input: &Input,
+    stop: &AtomicBool,
+    work_tx: &SyncSender<Batch>,
+    order_tx: &SyncSender<Receiver<Vec<Outcome>>>,
+) -> Result<InputRead, SourceError> {
+    let mut batch = Vec::with_capacity(BATCH_MESSAGES);
+    let mut bytes = 0;
+    let send = |batch: Vec<Job>| -> bool {
+        let (tx, rx) = sync_channel(1);
+        order_tx.send(rx).is_ok() && work_tx.send((batch, tx)).is_ok()
+    };
+    let mut gone = false;
+    let mut read = source::read(input, &mut |message| {
+        if stop.load(Ordering::Relaxed) {
+            return ControlFlow::Break(());
+        }
+        if settles_as_not_a_report(&message.bytes) {
+            batch.push(Job::Settled(message.source, message.bytes.len()));
+        } else {
+            bytes += message.bytes.len();
+            batch.push(Job::Decode(message.source, message.bytes.into_owned()));
+        }
+        if batch.len() >= BATCH_MESSAGES || bytes >= BATCH_BYTES {
+            bytes = 0;
+            if !send(std::mem::replace(
+                &mut batch,
+                Vec::with_capacity(BATCH_MESSAGES),
+            )) {
+                gone = true;
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    // What was read before an error in the input is delivered before the error.
+    if !batch.is_empty() && !gone && !send(batch) {
+        gone = true;
+    }
+    // Stopped by the caller: what was read before it stopped was delivered or dropped by it.
+    if let Ok(read) = &mut read {
+        read.stopped |= gone || stop.load(Ordering::Relaxed);
+    }
+    read
+}
+
+/// A worker: decodes and parses batches until the reader is done.
+fn work(queue: &Mutex<Receiver<Batch>>) {
+    loop {
+        let next = match queue.lock() {
+            Ok(queue) => queue.recv(),
+            // Another worker panicked while holding the queue: nothing more can be taken.
+            Err(_) => return,
+        };
+        let Ok((jobs, reply)) = next else { return };
+        let outcomes = jobs.into_iter().map(run).collect();
+        if reply.send(outcomes).is_err() {
+            return;
+        }
+    }
+}
+
+fn run(job: Job) -> Outcome {
+    match job {
+        Job::Settled(source, size) => Outcome {
+            source,
+            size,
+            raw: None,
+            parsed: Ok(Parsed::NotAReport),
+        },
+        Job::Decode(source, raw) => {
+            let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                parse_document(&crate::decode::decode(&raw), &source)
+            }))
+            .unwrap_or_else(|panic| {
+                Err(ParseError::Panicked {
+                    reason: panic_reason(panic.as_ref()),
+                })
+            });
+            Outcome {
+                source,
+                size: raw.len(),
+                raw: Some(raw),
+                parsed,
+            }
+        }
+    }
+}
+
+/// A panic's message, for a dead letter or an error.
+pub fn panic_reason(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parser::parse_message;
+    use crate::source::InputFile;
+    use std::path::{Path, PathBuf};
+
+    fn corpus() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cgroups-lkp-cc.mbox.gz")
+    }
+
+    /// Each message's index, size and parse, in the order delivered.
+    type Seen = Vec<(u64, usize, Result<Parsed, ParseError>)>;
+
+    fn outcomes(input: &Input, threads: usize) -> (Seen, InputRead) {
+        let mut seen = Vec::new();
+        let read = parse_input(input, threads, &mut |o| {
+            seen.push((o.source.index, o.size, o.parsed));
+            ControlFlow::Continue(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        (seen, read)
+    }
+
+    #[test]
+    fn every_message_comes_back_in_input_order_with_the_parse_of_one_thread() {
+        let file = InputFile::read(&corpus()).unwrap_or_else(|e| panic!("{e}"));
+        let expected: Vec<_> = file
+            .messages()
+            .map(|m| {
+                let source = Source::file(file.path.clone(), m.index);
+                (m.index, m.bytes.len(), parse_message(&m.bytes, &source))
+            })
+            .collect();
+        assert_eq!(expected.len(), 2014);
+        for threads in [1, 2, 5] {
+            let (seen, read) = outcomes(&Input::File(corpus()), threads);
+            assert_eq!(read.messages, 2014);
+            assert!(!read.stopped);
+            assert!(seen == expected, "{threads} threads: outcomes differ");
+        }
+    }
+
+    #[test]
+    fn a_break_stops_reading_and_nothing_after_it_is_delivered() {
+        let mut seen = Vec::new();
+        let read = parse_input(&Input::File(corpus()), 2, &mut |o| {
+            seen.push(o.source.index);
+            if seen.len() == 700 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(seen, (0..700).collect::<Vec<u64>>());
+        assert!(read.stopped);
+    }
+
+    #[test]
+    fn what_was_read_before_a_damaged_gzip_is_delivered_before_the_error() {
+        let dir = std::env::temp_dir().join(format!("lkplake-parallel-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let raw = std::fs::read(corpus()).unwrap_or_else(|e| panic!("{e}"));
+        let cut = dir.join("cut.mbox.gz");
+        std::fs::write(&cut, &raw[..raw.len() / 2]).unwrap_or_else(|e| panic!("{e}"));
+        // The sequential reader's count of messages handed over before the damage.
+        let mut before = 0u64;
+        let sequential = source::read(&Input::File(cut.clone()), &mut |_| {
+            before += 1;
+            ControlFlow::Continue(())
+        });
+        assert!(matches!(sequential, Err(SourceError::Gzip { .. })));
+        let mut delivered = Vec::new();
+        let result = parse_input(&Input::File(cut.clone()), 2, &mut |o| {
+            delivered.push(o.source.index);
+            ControlFlow::Continue(())
+        });
+        assert!(
+            matches!(&result, Err(SourceError::Gzip { path, .. }) if *path == cut),
+            "{result:?}"
+        );
+        assert!(before > 0);
+        assert_eq!(delivered, (0..before).collect::<Vec<u64>>());
+        std::fs::remove_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
