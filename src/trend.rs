@@ -92,13 +92,15 @@ pub async fn run(args: &TrendArgs) -> anyhow::Result<()> {
     )?;
     eprintln!(
         "lkplake trend: {} series: {} analysed, {} unchanged since the last run, {} too short; \
-         {} change points; {} plots; {:.1} s",
+         {} change points; {} plots; {} metrics partitions read, {} skipped as last read; {:.1} s",
         summary.series,
         summary.analysed,
         summary.unchanged,
         summary.too_short,
         summary.changes,
         summary.plots,
+        summary.partitions_read,
+        summary.partitions_skipped,
         started.elapsed().as_secs_f64()
     );
     Ok(())

@@ -6,7 +6,8 @@ use crate::{LakeError, LakeUrl, Progress};
 use deltalake::datafusion::catalog::TableProvider;
 use deltalake::{DeltaTable, DeltaTableBuilder};
 use lkplake_schemas::tables::{
-    CHANGES_TABLE, FAILURES_TABLE, MENTIONS_TABLE, METRICS_TABLE, REPORTS_TABLE, TREND_SERIES_TABLE,
+    CHANGES_TABLE, FAILURES_TABLE, MENTIONS_TABLE, METRICS_TABLE, REPORTS_TABLE,
+    TREND_PARTITIONS_TABLE, TREND_SERIES_TABLE,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,12 +17,26 @@ pub const TABLES: [&str; 2] = [METRICS_TABLE, REPORTS_TABLE];
 
 /// Tables served once they exist: the transformer's newer tables (a lake written before them
 /// gets them at its next transform run) and the ones `lkplake trend` writes.
-pub const LATER_TABLES: [&str; 4] = [
+pub const LATER_TABLES: [&str; 5] = [
     FAILURES_TABLE,
     MENTIONS_TABLE,
     CHANGES_TABLE,
     TREND_SERIES_TABLE,
+    TREND_PARTITIONS_TABLE,
 ];
+
+/// FNV-1a over the sorted (path, size) list, with the file count: stable across builds and
+/// runs (unlike `std`'s hasher), which is what a fingerprint kept in the lake needs.
+fn fingerprint(files: &[(String, i64)]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (path, size) in files {
+        for byte in path.bytes().chain([0]).chain(size.to_le_bytes()) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{}:{hash:016x}", files.len())
+}
 
 /// Opens an existing table, or `None` when the lake has no table `name` (yet).
 pub(crate) async fn open_existing(
@@ -175,6 +190,35 @@ impl LakeTables {
     /// Where the lake is.
     pub fn url(&self) -> &LakeUrl {
         &self.url
+    }
+
+    /// A fingerprint of each (testcase, machine) partition's live files of table `name` at
+    /// the loaded version: the same fingerprint means the same files, so the same rows. Empty
+    /// when the table is not served.
+    pub fn partition_fingerprints(
+        &self,
+        name: &'static str,
+    ) -> Result<HashMap<(String, String), String>, LakeError> {
+        let Some((_, table)) = self.tables.iter().find(|(n, _)| *n == name) else {
+            return Ok(HashMap::new());
+        };
+        let state = table.snapshot().map_err(LakeError::delta(name))?;
+        let mut files: HashMap<(String, String), Vec<(String, i64)>> = HashMap::new();
+        for file in state.log_data().into_iter() {
+            let values = file.partition_values_map();
+            let value = |key: &str| values.get(key).cloned().flatten().unwrap_or_default();
+            files
+                .entry((value("testcase"), value("machine")))
+                .or_default()
+                .push((file.path().into_owned(), file.size()));
+        }
+        Ok(files
+            .into_iter()
+            .map(|(partition, mut files)| {
+                files.sort();
+                (partition, fingerprint(&files))
+            })
+            .collect())
     }
 
     /// The version of each table, `metrics` first, then `reports`.

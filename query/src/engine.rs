@@ -17,7 +17,7 @@ use datafusion::sql::parser::DFParser;
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use lkplake_lake::{LakeTables, LakeUrl, TableHealth};
 use lkplake_schemas::tables::{FAILURES_TABLE, MENTIONS_TABLE};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -167,6 +167,15 @@ impl Engine {
     /// Where the lake is.
     pub fn url(&self) -> &LakeUrl {
         &self.url
+    }
+
+    /// A fingerprint of each (testcase, machine) partition's files of table `name`, as loaded
+    /// (see [`LakeTables::partition_fingerprints`]).
+    pub async fn partition_fingerprints(
+        &self,
+        name: &'static str,
+    ) -> Result<HashMap<(String, String), String>, QueryError> {
+        Ok(self.tables.lock().await.partition_fingerprints(name)?)
     }
 
     /// Whether the lake has table `name` (the trend tables exist once `lkplake trend` ran).

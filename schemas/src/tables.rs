@@ -17,6 +17,10 @@ pub const CHANGES_TABLE: &str = "changes";
 /// `lkplake trend`'s per-series state, so a re-run resumes where the last one stopped.
 pub const TREND_SERIES_TABLE: &str = "trend_series";
 
+/// The table `lkplake trend` writes: the `metrics` files each partition held when it last read
+/// that partition whole.
+pub const TREND_PARTITIONS_TABLE: &str = "trend_partitions";
+
 /// Partition columns of `metrics`, `reports` and `failures`, in partition order (`mentions`
 /// is small and unpartitioned).
 pub const PARTITION_COLUMNS: [&str; 2] = ["testcase", "machine"];
@@ -164,6 +168,19 @@ pub static TREND_SERIES: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
+/// `trend_partitions`: per `metrics` partition, a fingerprint of its live files (their paths and
+/// sizes) when `lkplake trend` last read the whole partition, and the settings it read with. A
+/// re-run does not read a partition whose files and settings are the same: none of its series
+/// can have changed.
+pub static TREND_PARTITIONS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("testcase", DataType::Utf8, false),
+        Field::new("machine", DataType::Utf8, false),
+        Field::new("files", DataType::Utf8, false),
+        Field::new("settings", DataType::Utf8, false),
+    ]))
+});
+
 /// The schema of lake table `name`, if it is one of the tables above.
 pub fn schema_of(name: &str) -> Option<SchemaRef> {
     let schema = match name {
@@ -173,6 +190,7 @@ pub fn schema_of(name: &str) -> Option<SchemaRef> {
         MENTIONS_TABLE => &MENTIONS,
         CHANGES_TABLE => &CHANGES,
         TREND_SERIES_TABLE => &TREND_SERIES,
+        TREND_PARTITIONS_TABLE => &TREND_PARTITIONS,
         _ => return None,
     };
     Some(Arc::clone(schema))

@@ -239,9 +239,25 @@ fn planted_steps_are_found_at_their_commit_saved_to_the_lake_and_only_new_series
     );
     drop(server);
 
-    // Nothing new: nothing recomputed, the same change points.
+    // Nothing new: nothing recomputed, not one partition read, the same change points.
+    let partitions = sql_json(
+        &g.lake,
+        "SELECT count(*) AS n FROM (SELECT DISTINCT testcase, machine FROM metrics)",
+    )[0]["n"]
+        .as_u64();
     let (again, summary2) = trend(&g.lake, &[]);
     assert_eq!(count(&summary2, "analysed"), 0, "{summary2}");
+    assert_eq!(count(&summary2, "metrics partitions read"), 0, "{summary2}");
+    assert_eq!(
+        Some(count(&summary2, "skipped as last read")),
+        partitions,
+        "{summary2}"
+    );
+    assert_eq!(
+        Some(count(&summary2, "unchanged since the last run")),
+        Some(count(&summary2, "series:")),
+        "{summary2}"
+    );
     assert_eq!(again, found);
 
     // New reports: exactly the series they add observations to are recomputed.
@@ -259,7 +275,15 @@ fn planted_steps_are_found_at_their_commit_saved_to_the_lake_and_only_new_series
         sql_json(&g.lake, "SELECT count(*) AS n FROM reports")[0]["n"].as_u64()
             > before_keys[0]["n"].as_u64()
     );
-    let (_, summary3) = trend(&g.lake, &[]);
+    let touched_partitions = sql_json(
+        &g.lake,
+        &format!(
+            "SELECT count(*) AS n FROM (SELECT DISTINCT testcase, machine FROM reports \
+             WHERE source LIKE '{}%')",
+            g.second.to_string_lossy()
+        ),
+    );
+    let (incremental, summary3) = trend(&g.lake, &[]);
     assert_eq!(
         Some(count(&summary3, "analysed") + count(&summary3, "too short")),
         touched[0]["n"].as_u64(),
@@ -268,6 +292,20 @@ fn planted_steps_are_found_at_their_commit_saved_to_the_lake_and_only_new_series
     assert!(
         count(&summary3, "unchanged since the last run") > 0,
         "{summary3}"
+    );
+    // Only the partitions the new reports were written to are read again.
+    assert_eq!(
+        Some(count(&summary3, "metrics partitions read")),
+        touched_partitions[0]["n"].as_u64(),
+        "{summary3}"
+    );
+    assert!(count(&summary3, "skipped as last read") > 0, "{summary3}");
+    // What the incremental run found is what reading everything again finds.
+    let (full, summary4) = trend(&g.lake, &["--full"]);
+    assert_eq!(count(&summary4, "skipped as last read"), 0, "{summary4}");
+    assert!(
+        incremental == full,
+        "an incremental run differs from --full"
     );
 }
 

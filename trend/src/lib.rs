@@ -26,7 +26,10 @@ use futures::StreamExt;
 use lkplake_lake::derived;
 use lkplake_query::Engine;
 use lkplake_query::columns::{metric_regex, micros, quote, strings};
-use lkplake_schemas::tables::{CHANGES, CHANGES_TABLE, TREND_SERIES, TREND_SERIES_TABLE};
+use lkplake_schemas::tables::{
+    CHANGES, CHANGES_TABLE, METRICS_TABLE, TREND_PARTITIONS, TREND_PARTITIONS_TABLE, TREND_SERIES,
+    TREND_SERIES_TABLE,
+};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -146,6 +149,11 @@ pub struct TrendSummary {
     pub changes: u64,
     /// SVG plots written.
     pub plots: u64,
+    /// `metrics` partitions read in this run.
+    pub partitions_read: u64,
+    /// Partitions not read: their files are those the last run read whole, with the same
+    /// settings, so none of their series can have changed.
+    pub partitions_skipped: u64,
 }
 
 /// Called with (series done, series in all) as the run goes.
@@ -284,6 +292,37 @@ async fn saved_changes(engine: &Engine) -> Result<Vec<Change>, TrendError> {
     Ok(out)
 }
 
+/// A partition as the last run that read it whole saw it: its files' fingerprint and the
+/// settings.
+type PartitionState = HashMap<(String, String), (String, String)>;
+
+async fn saved_partitions(engine: &Engine) -> Result<PartitionState, TrendError> {
+    let mut saved = HashMap::new();
+    if !engine.has_table(TREND_PARTITIONS_TABLE) {
+        return Ok(saved);
+    }
+    let batches = engine
+        .sql("SELECT testcase, machine, files, settings FROM trend_partitions")
+        .await?
+        .collect()
+        .await?;
+    for b in &batches {
+        let (t, m, f, s) = (
+            strings(b.column(0))?,
+            strings(b.column(1))?,
+            strings(b.column(2))?,
+            strings(b.column(3))?,
+        );
+        for i in 0..b.num_rows() {
+            saved.insert(
+                (t.value(i).to_owned(), m.value(i).to_owned()),
+                (f.value(i).to_owned(), s.value(i).to_owned()),
+            );
+        }
+    }
+    Ok(saved)
+}
+
 fn kind_of(direction: Option<&str>, change: f64) -> Option<String> {
     let sign = match direction? {
         "higher_is_better" => 1.0,
@@ -358,7 +397,57 @@ pub async fn run(
         saved_state(engine).await?
     };
     let old_changes = saved_changes(engine).await?;
-    let where_ = filters(config);
+    let mut where_ = filters(config);
+
+    // Partitions whose files are those the last run read whole, with these settings, are not
+    // read again: their series are as saved. The rest are read.
+    let files_now = engine.partition_fingerprints(METRICS_TABLE).await?;
+    let last_read = if config.full {
+        HashMap::new()
+    } else {
+        saved_partitions(engine).await?
+    };
+    let wanted = |(testcase, machine): &(String, String)| {
+        config.testcase.as_ref().is_none_or(|t| t == testcase)
+            && config.machine.as_ref().is_none_or(|m| m == machine)
+    };
+    let (skipped, to_read): (Vec<_>, Vec<_>) = files_now
+        .iter()
+        .filter(|(partition, _)| wanted(partition))
+        .partition(|(partition, files)| {
+            last_read
+                .get(*partition)
+                .is_some_and(|(f, settings)| f == *files && *settings == fingerprint)
+        });
+    let skipped: std::collections::HashSet<&(String, String)> =
+        skipped.into_iter().map(|(p, _)| p).collect();
+    if !skipped.is_empty() {
+        let read: Vec<String> = to_read
+            .iter()
+            .map(|((t, m), _)| format!("(testcase = {} AND machine = {})", quote(t), quote(m)))
+            .collect();
+        where_ = if read.is_empty() {
+            // Nothing to read: the planner turns this into an empty scan.
+            format!("{where_} AND false")
+        } else {
+            format!("{where_} AND ({})", read.join(" OR "))
+        };
+    }
+    let metric_filter = config
+        .metric
+        .as_deref()
+        .map(|re| metric_regex("--metric", re))
+        .transpose()?;
+    let unchanged_in_skipped = state
+        .iter()
+        .filter(|(key, saved)| {
+            saved.settings == fingerprint
+                && skipped.contains(&(key.testcase.clone(), key.machine.clone()))
+                && metric_filter
+                    .as_ref()
+                    .is_none_or(|re| re.is_match(&key.metric))
+        })
+        .count() as u64;
 
     let total = engine
         .sql(&format!(
@@ -372,7 +461,8 @@ pub async fn run(
         .filter(|b| b.num_rows() > 0)
         .map(|b| b.column(0).as_primitive::<Int64Type>().value(0))
         .unwrap_or(0)
-        .max(0) as u64;
+        .max(0) as u64
+        + unchanged_in_skipped;
     progress(0, total);
 
     // One observation per commit: the base before the head when a report measured both at
@@ -389,8 +479,12 @@ pub async fn run(
 
     let mut summary = TrendSummary {
         series: total,
+        unchanged: unchanged_in_skipped,
+        partitions_read: to_read.len() as u64,
+        partitions_skipped: skipped.len() as u64,
         ..TrendSummary::default()
     };
+    let mut done = unchanged_in_skipped;
     let mut booked = Booked {
         fingerprint: &fingerprint,
         keep_for_plot: config.plot_dir.is_some(),
@@ -401,7 +495,6 @@ pub async fn run(
     let mut current: Option<Series> = None;
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let mut running = tokio::task::JoinSet::new();
-    let mut done = 0u64;
 
     // Finished series go to blocking workers in chunks; at most `workers` chunks run at once.
     let params = config.detect;
@@ -527,12 +620,46 @@ pub async fn run(
     }
     changes.sort_by(|a, b| (&a.series, a.time).cmp(&(&b.series, b.time)));
     saved.sort_by(|a, b| a.0.cmp(&b.0));
-    if summary.analysed > 0 || config.full {
+    // What each partition now is: read whole now (no metric filter), or as last read if its
+    // files are still those. A partition read with a metric filter is read again next time.
+    let mut partitions: Vec<PartitionRow<'_>> = files_now
+        .iter()
+        .filter_map(|(partition, files)| {
+            let read_whole =
+                config.metric.is_none() && to_read.iter().any(|(p, _)| *p == partition);
+            if read_whole {
+                return Some((partition, files.as_str(), fingerprint.as_str()));
+            }
+            last_read
+                .get(partition)
+                .filter(|(f, _)| f == files)
+                .map(|(f, settings)| (partition, f.as_str(), settings.as_str()))
+        })
+        .collect();
+    partitions.sort();
+    let partitions_moved = partitions.len() != last_read.len()
+        || partitions.iter().any(|(p, f, settings)| {
+            last_read
+                .get(*p)
+                .is_none_or(|(lf, ls)| lf != f || ls != settings)
+        });
+    let series_moved = summary.analysed > 0 || config.full;
+    if series_moved {
         // Two tables, two commits: `changes` first. A crash between them leaves the old state,
         // so the next run recomputes these series and writes `changes` again; the other order
         // would record them as analysed with their changes never written.
         derived::overwrite(engine.url(), CHANGES_TABLE, changes_batch(&changes)?).await?;
         derived::overwrite(engine.url(), TREND_SERIES_TABLE, state_batch(&saved)?).await?;
+    }
+    if series_moved || partitions_moved {
+        // Last: a crash before it leaves partitions to be read again, never skipped with
+        // their series unsaved.
+        derived::overwrite(
+            engine.url(),
+            TREND_PARTITIONS_TABLE,
+            partitions_batch(&partitions)?,
+        )
+        .await?;
         engine.refresh().await?;
     }
 
@@ -660,6 +787,23 @@ fn changes_batch(changes: &[Change]) -> Result<RecordBatch, TrendError> {
             Arc::new(UInt32Array::from_iter_values(
                 changes.iter().map(|c| c.observations_after),
             )),
+        ],
+    )?)
+}
+
+/// One `trend_partitions` row: the partition, its files' fingerprint, the settings.
+type PartitionRow<'a> = (&'a (String, String), &'a str, &'a str);
+
+fn partitions_batch(partitions: &[PartitionRow<'_>]) -> Result<RecordBatch, TrendError> {
+    let column =
+        |values: Vec<&str>| -> ArrayRef { Arc::new(StringArray::from_iter_values(values)) };
+    Ok(RecordBatch::try_new(
+        TREND_PARTITIONS.clone(),
+        vec![
+            column(partitions.iter().map(|p| p.0.0.as_str()).collect()),
+            column(partitions.iter().map(|p| p.0.1.as_str()).collect()),
+            column(partitions.iter().map(|p| p.1).collect()),
+            column(partitions.iter().map(|p| p.2).collect()),
         ],
     )?)
 }
