@@ -467,15 +467,25 @@ pub async fn run(
 
     // One observation per commit: the base before the head when a report measured both at
     // the same time, so a step shows where the report put it.
-    let sql = format!(
-        "SELECT testcase, machine, params, metric, commit, min(time) AS time, avg(value) AS value, \
-         min(CASE role WHEN 'base' THEN 0 WHEN 'head' THEN 2 ELSE 1 END) AS position, \
-         max(direction) AS direction \
-         FROM metrics WHERE {where_} \
-         GROUP BY testcase, machine, params, metric, commit \
-         ORDER BY testcase, machine, params, metric, time, position, commit"
-    );
-    let mut stream = engine.sql(&sql).await?.execute_stream().await?;
+    // One query per partition rather than one over the lake: the sort holds one partition's
+    // observations at a time, not the whole history's (7.4 GB at 10.6M rows).
+    let base_filters = filters(config);
+    let observations = |(testcase, machine): &(String, String)| {
+        format!(
+            "SELECT testcase, machine, params, metric, commit, min(time) AS time, avg(value) AS value, \
+             min(CASE role WHEN 'base' THEN 0 WHEN 'head' THEN 2 ELSE 1 END) AS position, \
+             max(direction) AS direction \
+             FROM metrics WHERE {base_filters} AND testcase = {} AND machine = {} \
+             GROUP BY testcase, machine, params, metric, commit \
+             ORDER BY params, metric, time, position, commit",
+            quote(testcase),
+            quote(machine)
+        )
+    };
+    let mut partitions_to_read: Vec<&(String, String)> = to_read.iter().map(|(p, _)| *p).collect();
+    partitions_to_read.sort();
+    let mut partitions_to_read = partitions_to_read.into_iter();
+    let mut stream = None;
 
     let mut summary = TrendSummary {
         series: total,
@@ -513,9 +523,21 @@ pub async fn run(
         false
     };
     loop {
-        let batch = match stream.next().await {
-            Some(batch) => Some(batch?),
-            None => None,
+        // The next batch of the partition being read, or of the next partition.
+        let batch = loop {
+            if let Some(partition) = stream.as_mut() {
+                match StreamExt::next(partition).await {
+                    Some(batch) => break Some(batch?),
+                    None => stream = None,
+                }
+            }
+            match partitions_to_read.next() {
+                Some(partition) => {
+                    let sql = observations(partition);
+                    stream = Some(engine.sql(&sql).await?.execute_stream().await?);
+                }
+                None => break None,
+            }
         };
         if let Some(b) = &batch {
             let (t, m, p, me, c) = (
