@@ -54,13 +54,13 @@ pub fn settles_as_not_a_report(bytes: &[u8]) -> bool {
     // one that ends in an empty line (a line of blanks, the two read differently), within the
     // head the decoder's test reads.
     let mut fields = Fields::default();
-    let mut current: Option<Vec<u8>> = None;
+    let mut current: Option<(Field, Vec<u8>)> = None;
     let mut first = true;
     let block = scan_header_block(bytes, &mut |line| {
         if matches!(line[0], b' ' | b'\t') {
             // `mail-parser` reads an indented first line as a field of its own.
             fields.plain_text &= !first;
-            if let Some(value) = &mut current {
+            if let Some((_, value)) = &mut current {
                 value.extend_from_slice(line);
             }
             return;
@@ -71,9 +71,9 @@ pub fn settles_as_not_a_report(bytes: &[u8]) -> bool {
         let name = &line[..colon];
         let value = line.get(colon + 1..).unwrap_or_default();
         if name.eq_ignore_ascii_case(b"content-type") {
-            current = Some([b"type:".as_slice(), value].concat());
+            current = Some((Field::Type, value.to_vec()));
         } else if name.eq_ignore_ascii_case(b"content-transfer-encoding") {
-            current = Some([b"encoding:".as_slice(), value].concat());
+            current = Some((Field::Encoding, value.to_vec()));
         }
     });
     fields.judge(current);
@@ -96,14 +96,21 @@ impl Default for Fields {
     }
 }
 
+/// The two header fields the prefilter reads.
+enum Field {
+    Type,
+    Encoding,
+}
+
 impl Fields {
-    /// Takes in one whole (unfolded) field, tagged `type:` or `encoding:`.
-    fn judge(&mut self, field: Option<Vec<u8>>) {
-        let Some(field) = field else { return };
-        if let Some(value) = field.strip_prefix(b"type:") {
-            self.plain_text &= is_plain_text(value);
-        } else if let Some(value) = field.strip_prefix(b"encoding:") {
-            self.identity_encoding &= is_identity_encoding(value);
+    /// Takes in one whole (unfolded) field.
+    fn judge(&mut self, field: Option<(Field, Vec<u8>)>) {
+        match field {
+            Some((Field::Type, value)) => self.plain_text &= is_plain_text(&value),
+            Some((Field::Encoding, value)) => {
+                self.identity_encoding &= is_identity_encoding(&value)
+            }
+            None => {}
         }
     }
 }

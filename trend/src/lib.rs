@@ -419,8 +419,10 @@ pub async fn run(
                 .get(*partition)
                 .is_some_and(|(f, settings)| f == *files && *settings == fingerprint)
         });
-    let skipped: std::collections::HashSet<&(String, String)> =
-        skipped.into_iter().map(|(p, _)| p).collect();
+    let skipped: std::collections::HashSet<(&str, &str)> = skipped
+        .into_iter()
+        .map(|((t, m), _)| (t.as_str(), m.as_str()))
+        .collect();
     if !skipped.is_empty() {
         let read: Vec<String> = to_read
             .iter()
@@ -442,7 +444,7 @@ pub async fn run(
         .iter()
         .filter(|(key, saved)| {
             saved.settings == fingerprint
-                && skipped.contains(&(key.testcase.clone(), key.machine.clone()))
+                && skipped.contains(&(key.testcase.as_str(), key.machine.as_str()))
                 && metric_filter
                     .as_ref()
                     .is_none_or(|re| re.is_match(&key.metric))
