@@ -103,9 +103,9 @@ pub(crate) fn looks_like_rfc822(bytes: &[u8]) -> bool {
 pub(crate) struct HeaderBlock {
     /// The test of [`looks_like_rfc822`].
     pub is_mail: bool,
-    /// The block ended in a line with nothing on it, rather than in a line of blanks or at the
-    /// end of the 64 KiB head.
-    pub ends_in_empty_line: bool,
+    /// Where the body starts, when the block ended in a line with nothing on it (rather than
+    /// in a line of blanks or at the end of the 64 KiB head): just after that line.
+    pub body_start: Option<usize>,
 }
 
 /// Reads the header block at the start of `bytes`, handing each of its lines (fields and
@@ -114,7 +114,7 @@ pub(crate) fn scan_header_block(bytes: &[u8], each_line: &mut dyn FnMut(&[u8])) 
     let head = &bytes[..bytes.len().min(64 * 1024)];
     let mut fields = 0;
     let mut known = false;
-    let mut ends_in_empty_line = false;
+    let mut body_start = None;
     // Byte by byte, and only the header block rather than the whole head: this runs on
     // every message of an archive, most of which are not reports. A line is read as the
     // text it decodes to would be (`str::trim`'s whitespace), converting it only when it
@@ -122,7 +122,11 @@ pub(crate) fn scan_header_block(bytes: &[u8], each_line: &mut dyn FnMut(&[u8])) 
     for line in lines(head) {
         match line.iter().find(|&&b| !is_space(b)) {
             None => {
-                ends_in_empty_line = line.is_empty();
+                if line.is_empty() {
+                    let at = line.as_ptr().addr() - head.as_ptr().addr();
+                    body_start =
+                        Some(memchr::memchr(b'\n', &head[at..]).map_or(head.len(), |n| at + n + 1));
+                }
                 break;
             }
             Some(&b) if !b.is_ascii() && String::from_utf8_lossy(line).trim().is_empty() => break,
@@ -134,40 +138,55 @@ pub(crate) fn scan_header_block(bytes: &[u8], each_line: &mut dyn FnMut(&[u8])) 
         }
         let not_mail = HeaderBlock {
             is_mail: false,
-            ends_in_empty_line: false,
+            body_start: None,
         };
         let Some(colon) = memchr::memchr(b':', line) else {
             return not_mail;
         };
         let name = &line[..colon];
-        if name.is_empty()
-            || !name
-                .iter()
-                .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
+        if name.is_empty() || !name.iter().all(|&b| FIELD_NAME_BYTE[usize::from(b)]) {
             return not_mail;
         }
         each_line(line);
         fields += 1;
-        known |= [
-            "from",
-            "date",
-            "subject",
-            "message-id",
-            "received",
-            "return-path",
-            "mime-version",
-            "to",
-            "delivered-to",
-            "received-spf",
-        ]
-        .iter()
-        .any(|field| name.eq_ignore_ascii_case(field.as_bytes()));
+        // One well-known field is enough; the rest of the block need not be compared.
+        known = known || is_well_known_field(name);
     }
     HeaderBlock {
         is_mail: fields >= 2 && known,
-        ends_in_empty_line,
+        body_start,
     }
+}
+
+/// The bytes a header field name is taken to consist of here: letters, digits, `-` and `_`.
+/// A table, because this test runs on every line of every header block of an archive.
+static FIELD_NAME_BYTE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+        b += 1;
+    }
+    table
+};
+
+/// A field every mail carries one of, so a block with two fields and one of these is mail.
+fn is_well_known_field(name: &[u8]) -> bool {
+    [
+        "from",
+        "date",
+        "subject",
+        "message-id",
+        "received",
+        "return-path",
+        "mime-version",
+        "to",
+        "delivered-to",
+        "received-spf",
+    ]
+    .iter()
+    .any(|field| name.eq_ignore_ascii_case(field.as_bytes()))
 }
 
 /// `mail-parser` reading only the header fields a [`Document`] keeps and those that shape the

@@ -437,10 +437,12 @@ fn the_prefilter_settles_only_mail_that_the_full_parse_finds_empty() {
             assert_eq!(full, Ok(Parsed::NotAReport), "message {}", message.index);
         }
     }
-    // Counted independently with Python's `email` package: 1,452 mails have no marker in their
-    // bytes, and header fields that name text/plain (or nothing) in an ASCII-preserving charset
-    // and no transfer encoding but 7bit, 8bit or binary. One of them, 1308, has a header line
+    // Counted independently with Python's `email` package: 1,545 mails have no marker in their
+    // bytes and header fields that name text/plain (or nothing) in an ASCII-preserving
+    // charset; 1,452 of them have no transfer encoding but 7bit, 8bit or binary, and 93 are
+    // quoted-printable with no marker in the payload Python decodes (carriage returns taken
+    // out, as `mail-parser` does). One of the 1,545, 1308, has a header line
     // `84;0;0cTo: kernel test robot <lkp@intel.com>` (terminal residue pasted into the
     // header), which the decoder does not take for mail: the prefilter leaves it to it.
-    assert_eq!(settled, 1451);
+    assert_eq!(settled, 1544);
 }
