@@ -124,8 +124,9 @@ pub(crate) fn scan_header_block(bytes: &[u8], each_line: &mut dyn FnMut(&[u8])) 
             None => {
                 if line.is_empty() {
                     let at = line.as_ptr().addr() - head.as_ptr().addr();
-                    body_start =
-                        Some(memchr::memchr(b'\n', &head[at..]).map_or(head.len(), |n| at + n + 1));
+                    body_start = Some(
+                        memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n + 1),
+                    );
                 }
                 break;
             }

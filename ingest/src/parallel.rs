@@ -1,14 +1,14 @@
 //! Parsing one input on every core, with the results handed back in input order.
 //!
-//! One thread reads and splits the input and runs the byte-level [`crate::prefilter`], which
-//! settles most list mail on the spot; the messages it cannot settle go, in batches, to worker
+//! One thread reads and splits the input and runs the raw half of the byte-level
+//! [`crate::prefilter`], which settles most list mail on the spot; the messages it cannot settle go, in batches, to worker
 //! threads that decode and parse them; the caller's thread receives every message's outcome in
 //! the order the input holds them (`parse` prints in that order, `ingest` checkpoints by it).
 //! Settled mail is never copied: only its place in the order travels.
 
 use crate::error::{ParseError, SourceError};
 use crate::parser::{Parsed, parse_document};
-use crate::prefilter::settles_as_not_a_report;
+use crate::prefilter::{Raw, quoted_printable_settles, read_raw};
 use crate::source::{self, Input, InputRead};
 use lkplake_schemas::Source;
 use std::ops::ControlFlow;
@@ -35,7 +35,9 @@ pub struct Outcome {
 /// A message on its way to a worker: settled already, or to be decoded.
 enum Job {
     Settled(Source, usize),
-    Decode(Source, Vec<u8>),
+    /// With where its quoted-printable body starts, when the raw bytes leave only that body
+    /// to look at ([`Raw::NotAReportUnlessDecoded`]).
+    Decode(Source, Vec<u8>, Option<usize>),
 }
 
 /// A batch of messages and where its worker sends their outcomes.
@@ -107,11 +109,22 @@ fn read(
         if stop.load(Ordering::Relaxed) {
             return ControlFlow::Break(());
         }
-        if settles_as_not_a_report(&message.bytes) {
-            batch.push(Job::Settled(message.source, message.bytes.len()));
-        } else {
-            bytes += message.bytes.len();
-            batch.push(Job::Decode(message.source, message.bytes.into_owned()));
+        // The quoted-printable body the raw bytes leave open is decoded by a worker.
+        let body = match read_raw(&message.bytes) {
+            Raw::NotAReport => None,
+            Raw::NotAReportUnlessDecoded { body_start } => Some(Some(body_start)),
+            Raw::Decode => Some(None),
+        };
+        match body {
+            None => batch.push(Job::Settled(message.source, message.bytes.len())),
+            Some(body) => {
+                bytes += message.bytes.len();
+                batch.push(Job::Decode(
+                    message.source,
+                    message.bytes.into_owned(),
+                    body,
+                ));
+            }
         }
         if batch.len() >= BATCH_MESSAGES || bytes >= BATCH_BYTES {
             bytes = 0;
@@ -160,7 +173,17 @@ fn run(job: Job) -> Outcome {
             raw: None,
             parsed: Ok(Parsed::NotAReport),
         },
-        Job::Decode(source, raw) => {
+        Job::Decode(source, raw, Some(body_start))
+            if quoted_printable_settles(&raw[body_start..]) =>
+        {
+            Outcome {
+                source,
+                size: raw.len(),
+                raw: None,
+                parsed: Ok(Parsed::NotAReport),
+            }
+        }
+        Job::Decode(source, raw, _) => {
             let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 parse_document(&crate::decode::decode(&raw), &source)
             }))

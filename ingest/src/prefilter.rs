@@ -49,8 +49,43 @@ pub fn has_marker(bytes: &[u8]) -> bool {
 /// [`crate::parse_message`] would answer `NotAReport` after decoding it. False means
 /// "decode and parse it": it may be a report, or this test cannot tell.
 pub fn settles_as_not_a_report(bytes: &[u8]) -> bool {
+    match read_raw(bytes) {
+        Raw::NotAReport => true,
+        Raw::NotAReportUnlessDecoded { body_start } => {
+            quoted_printable_settles(&bytes[body_start..])
+        }
+        Raw::Decode => false,
+    }
+}
+
+/// The second half of [`settles_as_not_a_report`] for [`Raw::NotAReportUnlessDecoded`]: true
+/// when the quoted-printable `body` holds no marker once decoded.
+pub fn quoted_printable_settles(body: &[u8]) -> bool {
+    decode_quoted_printable(body).is_some_and(|text| !has_marker(&text))
+}
+
+/// What the raw bytes alone say, before any body is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Raw {
+    /// Mail that is not a report.
+    NotAReport,
+    /// Single-part quoted-printable mail with no marker in its raw bytes: not a report unless
+    /// its body, from `body_start` on, holds one once decoded.
+    NotAReportUnlessDecoded {
+        /// The offset of the body, just after the header block's empty line.
+        body_start: usize,
+    },
+    /// It may be a report, or this test cannot tell.
+    Decode,
+}
+
+/// The part of [`settles_as_not_a_report`] that decodes nothing: a marker search and one
+/// pass over the header block. Parsing on several cores runs this on the thread that splits
+/// the input and leaves decoding quoted-printable to the workers, so that thread, which every
+/// message passes, does the least work.
+pub fn read_raw(bytes: &[u8]) -> Raw {
     if has_marker(bytes) {
-        return false;
+        return Raw::Decode;
     }
     // The decoder must take the mail path, and `mail-parser` must find the same header block:
     // one that ends in an empty line (a line of blanks, the two read differently), within the
@@ -79,15 +114,14 @@ pub fn settles_as_not_a_report(bytes: &[u8]) -> bool {
         }
     });
     fields.judge(current);
-    let Some(body_start) = block.body_start else {
-        return false;
-    };
-    if !block.is_mail || !fields.plain_text || fields.other_encoding {
-        return false;
+    match block.body_start {
+        Some(_) if !block.is_mail || !fields.plain_text || fields.other_encoding => Raw::Decode,
+        None => Raw::Decode,
+        // Whichever of the encodings named `mail-parser` goes by, the body it decodes must
+        // hold no marker: the raw bytes do not, the quoted-printable text is left to see.
+        Some(body_start) if fields.quoted_printable => Raw::NotAReportUnlessDecoded { body_start },
+        Some(_) => Raw::NotAReport,
     }
-    // Whichever of the encodings named `mail-parser` goes by, neither text holds a marker.
-    !fields.quoted_printable
-        || decode_quoted_printable(&bytes[body_start..]).is_some_and(|text| !has_marker(&text))
 }
 
 /// What the header fields allow; every field of a name must allow it (a mail may repeat one).
