@@ -96,7 +96,7 @@ fn looks_binary(bytes: &[u8]) -> bool {
 /// A mail starts with a block of `Name: value` header fields. Web pages and pasted bodies do
 /// not; requiring a well-known field keeps a body that opens with `testcase: x` out.
 pub(crate) fn looks_like_rfc822(bytes: &[u8]) -> bool {
-    scan_header_block(bytes, &mut |_| {}).is_mail
+    scan_header_block(bytes, &mut |_, _| {}).is_mail
 }
 
 /// What [`scan_header_block`] found.
@@ -109,8 +109,12 @@ pub(crate) struct HeaderBlock {
 }
 
 /// Reads the header block at the start of `bytes`, handing each of its lines (fields and
-/// continuations, without line ends) to `each_line`.
-pub(crate) fn scan_header_block(bytes: &[u8], each_line: &mut dyn FnMut(&[u8])) -> HeaderBlock {
+/// continuations, without line ends) to `each_line`, with the offset of a field line's colon
+/// (`None` for a continuation line).
+pub(crate) fn scan_header_block(
+    bytes: &[u8],
+    each_line: &mut dyn FnMut(&[u8], Option<usize>),
+) -> HeaderBlock {
     let head = &bytes[..bytes.len().min(64 * 1024)];
     let mut fields = 0;
     let mut known = false;
@@ -134,21 +138,23 @@ pub(crate) fn scan_header_block(bytes: &[u8], each_line: &mut dyn FnMut(&[u8])) 
             Some(_) => {}
         }
         if line.starts_with(b" ") || line.starts_with(b"\t") {
-            each_line(line);
+            each_line(line, None);
             continue;
         }
-        let not_mail = HeaderBlock {
-            is_mail: false,
-            body_start: None,
-        };
-        let Some(colon) = memchr::memchr(b':', line) else {
-            return not_mail;
-        };
-        let name = &line[..colon];
-        if name.is_empty() || !name.iter().all(|&b| FIELD_NAME_BYTE[usize::from(b)]) {
-            return not_mail;
+        // A field name, then its colon: the first byte that cannot be in a name must be the
+        // first colon of the line.
+        let colon = line
+            .iter()
+            .position(|&b| !FIELD_NAME_BYTE[usize::from(b)])
+            .unwrap_or(line.len());
+        if colon == 0 || line.get(colon) != Some(&b':') {
+            return HeaderBlock {
+                is_mail: false,
+                body_start: None,
+            };
         }
-        each_line(line);
+        let name = &line[..colon];
+        each_line(line, Some(colon));
         fields += 1;
         // One well-known field is enough; the rest of the block need not be compared.
         known = known || is_well_known_field(name);

@@ -93,20 +93,19 @@ pub fn read_raw(bytes: &[u8]) -> Raw {
     let mut fields = Fields::default();
     let mut current: Option<(Field, Vec<u8>)> = None;
     let mut first = true;
-    let block = scan_header_block(bytes, &mut |line| {
-        if matches!(line[0], b' ' | b'\t') {
+    let block = scan_header_block(bytes, &mut |line, colon| {
+        let Some(colon) = colon else {
             // `mail-parser` reads an indented first line as a field of its own.
             fields.plain_text &= !first;
             if let Some((_, value)) = &mut current {
                 value.extend_from_slice(line);
             }
             return;
-        }
+        };
         first = false;
         fields.judge(current.take());
-        let colon = memchr::memchr(b':', line).unwrap_or(line.len());
         let name = &line[..colon];
-        let value = line.get(colon + 1..).unwrap_or_default();
+        let value = &line[colon + 1..];
         if name.eq_ignore_ascii_case(b"content-type") {
             current = Some((Field::Type, value.to_vec()));
         } else if name.eq_ignore_ascii_case(b"content-transfer-encoding") {
