@@ -8,6 +8,9 @@
 # The rounds run a nextest archive of the tests, built once at the start, against a snapshot
 # of the checkout (a git worktree of HEAD; uncommitted edits are not in it): work and builds
 # in the checkout can go on beside a soak of hours.
+# LKPLAKE_SOAK_PROFILE=release builds the tests with Cargo's release profile (the default is
+# `dev`, as CI builds them): a round of the pipeline tests then spends less of its time in
+# debug-build code (the compaction test sends 2,000 reports through the transformer).
 #   infra/soak-transformers.sh [ROUNDS]     (default 30)
 # Prints one line per round and a summary; exits 1 if any round failed.
 set -euo pipefail
@@ -30,12 +33,13 @@ soak_dir=$(realpath "$log_dir")
 archive="$soak_dir/tests.tar.zst"
 mkdir -p "$soak_dir/extracted"
 cargo nextest archive --workspace --locked --features lkplake/fault-injection \
+    --cargo-profile "${LKPLAKE_SOAK_PROFILE:-dev}" \
     --archive-file "$archive" >"$soak_dir/archive.log" 2>&1
 snapshot="$soak_dir/checkout"
 git worktree remove --force "$snapshot" 2>/dev/null || rm -rf "$snapshot"
 git worktree add --detach "$snapshot" HEAD >/dev/null 2>&1
 trap './infra/tansu.sh stop "$port"; git worktree remove --force "$snapshot"' EXIT
-echo "soaking $(git rev-parse --short HEAD): $rounds rounds of $filter"
+echo "soaking $(git rev-parse --short HEAD) (${LKPLAKE_SOAK_PROFILE:-dev} build): $rounds rounds of $filter"
 
 passed=0
 failed=0
