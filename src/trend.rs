@@ -70,8 +70,10 @@ pub async fn run(args: &TrendArgs) -> anyhow::Result<()> {
     };
     let bar = if std::io::stderr().is_terminal() {
         ProgressBar::new(0).with_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} series {per_sec} eta {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} metrics partitions {per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
         )
     } else {
         ProgressBar::hidden()
