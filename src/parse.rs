@@ -18,8 +18,8 @@ pub struct ParseArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Json, env = "LKPLAKE_FORMAT")]
     format: Format,
-    /// Threads that decode and parse (one reads); one per core by default. Output keeps the
-    /// order of the input whatever the number.
+    /// Threads that decode and parse (one more reads); by default one per core but the one the
+    /// reading thread takes. Output keeps the order of the input whatever the number.
     #[arg(long, env = "LKPLAKE_PARSE_THREADS")]
     threads: Option<NonZeroUsize>,
     /// Files, directories (recursive; Maildir works), .mbox / .mbox.gz archives, `-` for stdin.

@@ -4,7 +4,7 @@
 //! `infra/bench/archive.sh`, buildable in release without Kafka or the lake
 //! (`cargo run --release -p lkplake-ingest --no-default-features --example read_archive PATH`).
 //!
-//! `LKPLAKE_PARSE_THREADS` sets how many threads decode and parse (one per core by default).
+//! `LKPLAKE_PARSE_THREADS` sets how many threads decode and parse (one per core but the reading thread's by default).
 //!
 //! With `--verify-prefilter` first, every message is also decoded and parsed in full, and a
 //! message that the byte-level prefilter settles as "not a report" while the full parse finds

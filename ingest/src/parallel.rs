@@ -49,9 +49,11 @@ const BATCH_MESSAGES: usize = 512;
 const BATCH_BYTES: usize = 4 << 20;
 const DEPTH: usize = 2;
 
-/// How many threads decode and parse: one per core.
+/// How many threads decode and parse: one per core but the one the reading thread keeps busy.
+/// On two cores, two workers beside the reader ran slower than one (over linux-block, medians
+/// of five interleaved runs: 0.59 s against 0.51 s; BENCHMARKS.md, "Parsing").
 pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
+    std::thread::available_parallelism().map_or(1, |n| usize::from(n).saturating_sub(1).max(1))
 }
 
 /// Reads `input` and hands each message's [`Outcome`] to `each`, in input order, on the
