@@ -8,7 +8,7 @@ use crate::common::{
 };
 use crate::pipeline::{
     CORPUS, SEEDS, assert_each_report_once, assert_lake_matches, expected, generated,
-    latest_assignment, spawn_transformer_with, transform_summary,
+    spawn_transformer_with, transform_summary, wait_for_shared_assignment,
 };
 use std::path::Path;
 use std::process::Command;
@@ -311,20 +311,7 @@ fn two_transformers_and_two_servers_on_one_moto_lake_while_reports_stream_in_wri
         spawn_transformer_with(&p, &[], &env),
         spawn_transformer_with(&p, &[], &env),
     ];
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        let [a, b] = writers
-            .each_ref()
-            .map(|(_, log)| latest_assignment(&std::fs::read_to_string(log).unwrap_or_default()));
-        if !a.is_empty() && !b.is_empty() && a.is_disjoint(&b) && a.len() + b.len() == 4 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the two writers did not share the 4 partitions within 120 s: {a:?} and {b:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_for_shared_assignment(&writers, 4);
     // The reports stream in while both transformers write.
     let ingest = p.run(&["ingest", "--partitions", "4", &reports]);
     assert!(ingest.status.success(), "ingest failed");

@@ -1048,7 +1048,7 @@ fn partitions_assigned(log: &str) -> std::collections::BTreeSet<i32> {
 }
 
 /// The partitions of a member's latest assignment in its log; empty before the first one.
-pub(crate) fn latest_assignment(log: &str) -> std::collections::BTreeSet<i32> {
+fn latest_assignment(log: &str) -> std::collections::BTreeSet<i32> {
     log.lines()
         .rev()
         .find(|l| l.contains("partitions assigned here"))
@@ -1099,17 +1099,100 @@ fn two_transformers_in_one_group_share_the_partitions_without_doubling_a_row() {
     let reports = generated("two-transformers", 600);
     let e = expected(&[&reports]);
     let p = Pipeline::new("two-transformers");
-    assert!(p.ingest(&[&reports]).status.success());
+    // The topic is created empty and the reports arrive only once both members hold
+    // partitions. Two members started on a full topic could not be made to share it: the first
+    // drained it before the second was given a partition, and the second, finding the lake
+    // complete, left without one (round 9 of a soak).
+    let nothing = temp_dir("two-transformers-nothing");
+    assert!(p.ingest(&[&nothing.to_string_lossy()]).status.success());
     // The lake exists before both start, as in production (`compact` opens and creates it).
     assert!(p.run(&["compact"]).status.success());
-    let both = vec![
-        spawn_transformer(&p, &["--until-idle"]),
-        spawn_transformer(&p, &["--until-idle"]),
-    ];
+    // Long-running members, since `--until-idle` would leave an empty topic at once; stopped
+    // by SIGTERM once the lake holds every report, as a deployment stops them.
+    let mut both = vec![spawn_transformer(&p, &[]), spawn_transformer(&p, &[])];
+    wait_for_shared_assignment(&both, 3);
+    assert!(p.ingest(&[&reports]).status.success());
+    wait_for_reports_in_lake(&p, &mut both, &e);
+    for (child, _) in &both {
+        terminate(child);
+    }
     let logs = assert_exited_cleanly(both);
-    // `--until-idle` stops only when the whole topic is in the lake, whoever wrote it.
     assert_each_report_once(&p, &e);
     assert_members_shared(&logs, 3, &e);
+    // Each held partitions while all 600 reports (keyed over the 3 partitions) came in.
+    for (i, log) in logs.iter().enumerate() {
+        assert!(
+            transform_summary(log).1 > 0,
+            "transformer {i} wrote no report: {log}"
+        );
+    }
+}
+
+/// Waits, at most 120 s, until the members' latest assignments split the topic's
+/// `partitions` between them: each holds some, none is held twice, none is held by nobody.
+pub(crate) fn wait_for_shared_assignment(
+    members: &[(std::process::Child, std::path::PathBuf)],
+    partitions: i32,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let held: Vec<_> = members
+            .iter()
+            .map(|(_, log)| latest_assignment(&std::fs::read_to_string(log).unwrap_or_default()))
+            .collect();
+        let total: usize = held.iter().map(std::collections::BTreeSet::len).sum();
+        let union: std::collections::BTreeSet<i32> = held.iter().flatten().copied().collect();
+        if held.iter().all(|h| !h.is_empty())
+            && total == union.len()
+            && union == (0..partitions).collect()
+        {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the members did not share the {partitions} partitions within 120 s: {held:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Waits, at most 240 s, until the lake holds every report of `e`; a member that exits
+/// meanwhile fails the test with its log.
+fn wait_for_reports_in_lake(
+    p: &Pipeline,
+    members: &mut [(std::process::Child, std::path::PathBuf)],
+    e: &Expected,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    loop {
+        let seen = scalar_i64(&p.query("SELECT count(DISTINCT report_key) FROM reports"));
+        if seen == e.reports as i64 {
+            return;
+        }
+        for (child, log) in members.iter_mut() {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "a member exited with {status} before the lake held every report: {}",
+                    std::fs::read_to_string(log).unwrap_or_default()
+                );
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{seen} of {} reports in the lake after 240 s",
+            e.reports
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
+/// Sends SIGTERM, the signal a deployment stops a transformer with.
+fn terminate(child: &std::process::Child) {
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success());
 }
 
 #[test]
@@ -1124,19 +1207,23 @@ fn three_transformers_over_six_partitions_one_joining_late_one_leaving_early_wri
             .success()
     );
     assert!(p.run(&["compact"]).status.success());
+    // The first member, alone in the group at first, is given partitions however fast it
+    // drains the topic; `--until-idle` stops it only once the lake holds every partition's
+    // end, whoever wrote it.
     let first = spawn_transformer(&p, &["--until-idle"]);
     // A long-running member that is stopped once it holds partitions: it commits what it
     // holds, leaves the group, and its partitions move to the others. (A fixed two seconds
     // were sometimes not enough for it to join, and the test then proved less than its name.)
     let leaving = spawn_transformer(&p, &[]);
     wait_for_partitions(&leaving.1);
-    let late = spawn_transformer(&p, &["--until-idle"]);
-    wait_for_partitions(&late.1);
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &leaving.0.id().to_string()])
-        .status()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(status.success());
+    // Long-running too: an `--until-idle` member joining once the others had drained the
+    // topic would find the lake complete and leave before any partition was given to it.
+    let mut late = vec![spawn_transformer(&p, &[])];
+    wait_for_partitions(&late[0].1);
+    terminate(&leaving.0);
+    wait_for_reports_in_lake(&p, &mut late, &e);
+    terminate(&late[0].0);
+    let late = late.remove(0);
     let logs = assert_exited_cleanly(vec![leaving, first, late]);
     assert_each_report_once(&p, &e);
     assert_members_shared(&logs, 6, &e);
