@@ -1,4 +1,4 @@
-//! The Kafka side of ingest: topic setup, the idempotent report producer, the dead-letter
+//! The Kafka side of ingest: topic setup, the report producer, the dead-letter
 //! topic, and the ingest run that feeds parsed reports into them.
 
 use crate::checkpoint::{self, Checkpointer, Position};
@@ -252,8 +252,14 @@ pub(crate) async fn create_topics(
     Ok(())
 }
 
-/// An idempotent producer: with `acks=all` and idempotence, a retried send never duplicates
-/// or reorders a report within its partition.
+/// The report producer: `acks=all`, and a send is retried until the broker stored it.
+///
+/// Not idempotent, on purpose. The lake keeps one copy of a report key whatever the topic
+/// holds, so a copy sent twice costs nothing, while librdkafka's idempotent producer answers
+/// a failed batch by raising its epoch on its own (`rd_kafka_idemp_drain_epoch_bump`). Tansu
+/// 0.6's SQLite engine panics on a produce with an epoch it never issued
+/// (`tansu_storage::lite`, "more or less than one row"), and its storage refuses every produce
+/// from then on: a durable Tansu restarted under an ingest failed all 2,000 reports that way.
 pub fn producer(brokers: &str) -> Result<FutureProducer, KafkaIngestError> {
     producer_for(brokers, MAX_MESSAGE_BYTES)
 }
@@ -264,7 +270,7 @@ pub fn producer(brokers: &str) -> Result<FutureProducer, KafkaIngestError> {
 fn producer_for(brokers: &str, limit: usize) -> Result<FutureProducer, KafkaIngestError> {
     ClientConfig::new()
         .set("bootstrap.servers", brokers)
-        .set("enable.idempotence", "true")
+        .set("enable.idempotence", "false")
         .set("acks", "all")
         .set("linger.ms", "20")
         .set("message.max.bytes", (limit + MESSAGE_OVERHEAD).to_string())
@@ -773,7 +779,23 @@ pub(crate) fn encode(message: WireMessage) -> Item {
     }
 }
 
-/// Sends one message and resolves once the broker acknowledged it (`acks=all`).
+/// How long one message is sent again after failures a broker's restart causes.
+const RESEND_FOR: Duration = Duration::from_secs(60);
+
+/// Whether a failed send is worth sending again: the broker refused it for the state it was
+/// in, not for the message. librdkafka retries a send that failed for want of a broker
+/// itself, but takes an `UNKNOWN_SERVER_ERROR` as final (`rd_kafka_handle_Produce_error`), and
+/// that is what a Tansu being stopped answers to the produces in flight: its storage stops
+/// before its listener. The same message sent once the broker is back is stored.
+fn worth_resending(error: &KafkaError) -> bool {
+    matches!(
+        error,
+        KafkaError::MessageProduction(RDKafkaErrorCode::Unknown)
+    )
+}
+
+/// Sends one message and resolves once the broker acknowledged it (`acks=all`); sends it
+/// again, for up to [`RESEND_FOR`], while the broker refuses it for its own state.
 pub(crate) fn deliver(
     producer: &FutureProducer,
     topic: &str,
@@ -785,20 +807,32 @@ pub(crate) fn deliver(
     let producer = producer.clone();
     let topic = topic.to_owned();
     Box::pin(async move {
-        let mut record = FutureRecord::to(&topic).key(&key).payload(&payload);
-        if let Some(headers) = headers {
-            record = record.headers(headers);
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(250);
+        loop {
+            let mut record = FutureRecord::to(&topic).key(&key).payload(&payload);
+            if let Some(headers) = &headers {
+                record = record.headers(headers.clone());
+            }
+            let error = match producer.send(record, Timeout::Never).await {
+                Ok(_) => return Ok(()),
+                Err((error, _)) => error,
+            };
+            if !worth_resending(&error) || started.elapsed() + pause > RESEND_FOR {
+                return Err(KafkaIngestError::Delivery {
+                    topic,
+                    path: source.path,
+                    index: source.index,
+                    source: Box::new(error),
+                });
+            }
+            tracing::warn!(
+                %topic, path = %source.path, index = source.index, %error,
+                "the broker refused a message for its own state: sending it again in {pause:?}"
+            );
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(5));
         }
-        producer
-            .send(record, Timeout::Never)
-            .await
-            .map(|_| ())
-            .map_err(|(e, _)| KafkaIngestError::Delivery {
-                topic: topic.clone(),
-                path: source.path,
-                index: source.index,
-                source: Box::new(e),
-            })
     })
 }
 
@@ -922,4 +956,26 @@ pub fn read_dead_letters(brokers: &str, topic: &str) -> Result<Vec<DeadLetter>, 
         });
     })?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_for_the_brokers_state_is_sent_again_and_one_for_the_message_is_not() {
+        let produce = KafkaError::MessageProduction;
+        assert!(worth_resending(&produce(RDKafkaErrorCode::Unknown)));
+        assert!(!worth_resending(&produce(
+            RDKafkaErrorCode::MessageSizeTooLarge
+        )));
+        assert!(!worth_resending(&produce(RDKafkaErrorCode::InvalidRecord)));
+        // librdkafka gave up after its own `message.timeout.ms`: the broker is gone, say so.
+        assert!(!worth_resending(&produce(
+            RDKafkaErrorCode::MessageTimedOut
+        )));
+        assert!(!worth_resending(&produce(
+            RDKafkaErrorCode::TopicAuthorizationFailed
+        )));
+    }
 }

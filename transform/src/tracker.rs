@@ -206,7 +206,7 @@ impl Tracker {
             part.next = Some(offset + 1);
             return Verdict::Take;
         }
-        // Offsets of an idempotent producer's topic are contiguous, so a message past the
+        // Offsets of a topic without transactions are contiguous, so a message past the
         // next one means the broker skipped some. Taking it would record them as read.
         match self.rewind_to(partition, next, now) {
             Some(to) => Verdict::Rewind(to),
