@@ -3,7 +3,7 @@
 //! single repositories built with plain git, `ingest --follow` against Tansu, and dead-letter
 //! replay.
 
-use crate::common::{Pipeline, broker, json_lines, lkplake, scalar_i64, temp_dir};
+use crate::common::{Pipeline, broker, json_lines, lkplake, scalar_i64, sigterm, temp_dir};
 use crate::pipeline::{assert_lake_matches, expected};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -228,9 +228,7 @@ impl Follower {
     }
 
     fn sigterm(mut self) -> (std::process::ExitStatus, Vec<String>) {
-        let pid = self.child.id().to_string();
-        let killed = Command::new("kill").args(["-TERM", &pid]).status();
-        assert!(killed.is_ok_and(|s| s.success()));
+        sigterm(self.child.id());
         let status = self.child.wait().unwrap_or_else(|e| panic!("{e}"));
         self.seen.extend(self.lines.try_iter());
         (status, self.seen)

@@ -674,3 +674,12 @@ pub fn log_entries(lake: &Path, table: &str) -> Vec<PathBuf> {
     entries.sort();
     entries
 }
+
+/// Sends SIGTERM to `pid`, the signal a deployment stops lkplake's processes with.
+pub fn sigterm(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("kill: {e}"));
+    assert!(status.success(), "kill -TERM {pid}: {status}");
+}

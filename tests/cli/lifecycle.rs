@@ -211,11 +211,7 @@ with psycopg.connect(sys.argv[1]) as conn:
         .unwrap_or_else(|e| panic!("python3 with psycopg: {e}"));
     std::thread::sleep(Duration::from_secs(2));
     let signalled_after = started.elapsed();
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &server.pid().to_string()])
-        .status()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(status.success());
+    sigterm(server.pid());
     // The listener closes at once: a newcomer is refused rather than left waiting.
     let mut refused = false;
     for _ in 0..50 {
@@ -283,11 +279,7 @@ fn sigterm_to_serve_says_goodbye_to_an_idle_client_with_postgres_own_error() {
     use std::io::Write;
     writeln!(stdin, "SELECT 40 + 2;").unwrap_or_else(|e| panic!("{e}"));
     std::thread::sleep(Duration::from_secs(2));
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &server.pid().to_string()])
-        .status()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(status.success());
+    sigterm(server.pid());
     std::thread::sleep(Duration::from_secs(2));
     let _ = writeln!(stdin, "SELECT 1;");
     drop(stdin);

@@ -4,7 +4,7 @@
 
 use crate::common::{
     PG_PASSWORD, Pipeline, S3_SECRET_KEY, Server, command_with, commit_infos, generate, moto,
-    query_at, s3, scalar_i64, temp_dir,
+    query_at, s3, scalar_i64, sigterm, temp_dir,
 };
 use crate::pipeline::{
     CORPUS, SEEDS, assert_each_report_once, assert_lake_matches, expected, generated,
@@ -344,11 +344,7 @@ fn two_transformers_and_two_servers_on_one_moto_lake_while_reports_stream_in_wri
     }
     let mut logs = Vec::new();
     for (mut child, log) in writers {
-        let status = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert!(status.success());
+        sigterm(child.id());
         let exited = child.wait().unwrap_or_else(|e| panic!("{e}"));
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         assert!(exited.success(), "a transformer failed: {text}");

@@ -3,7 +3,7 @@
 
 use crate::common::{
     Pipeline, column_strings, generate, json_lines, live_files, lkplake, run_into, scalar_i64,
-    temp_dir,
+    sigterm, temp_dir,
 };
 use std::collections::HashMap;
 
@@ -443,11 +443,7 @@ fn sigterm_flushes_what_the_transformer_holds_and_exits_cleanly() {
         0,
         "nothing is flushed before the signal"
     );
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(status.success());
+    sigterm(child.id());
     let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -1114,7 +1110,7 @@ fn two_transformers_in_one_group_share_the_partitions_without_doubling_a_row() {
     assert!(p.ingest(&[&reports]).status.success());
     wait_for_reports_in_lake(&p, &mut both, &e);
     for (child, _) in &both {
-        terminate(child);
+        sigterm(child.id());
     }
     let logs = assert_exited_cleanly(both);
     assert_each_report_once(&p, &e);
@@ -1186,15 +1182,6 @@ fn wait_for_reports_in_lake(
     }
 }
 
-/// Sends SIGTERM, the signal a deployment stops a transformer with.
-fn terminate(child: &std::process::Child) {
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(status.success());
-}
-
 #[test]
 fn three_transformers_over_six_partitions_one_joining_late_one_leaving_early_write_each_report_once()
  {
@@ -1218,12 +1205,11 @@ fn three_transformers_over_six_partitions_one_joining_late_one_leaving_early_wri
     wait_for_partitions(&leaving.1);
     // Long-running too: an `--until-idle` member joining once the others had drained the
     // topic would find the lake complete and leave before any partition was given to it.
-    let mut late = vec![spawn_transformer(&p, &[])];
-    wait_for_partitions(&late[0].1);
-    terminate(&leaving.0);
-    wait_for_reports_in_lake(&p, &mut late, &e);
-    terminate(&late[0].0);
-    let late = late.remove(0);
+    let mut late = spawn_transformer(&p, &[]);
+    wait_for_partitions(&late.1);
+    sigterm(leaving.0.id());
+    wait_for_reports_in_lake(&p, std::slice::from_mut(&mut late), &e);
+    sigterm(late.0.id());
     let logs = assert_exited_cleanly(vec![leaving, first, late]);
     assert_each_report_once(&p, &e);
     assert_members_shared(&logs, 6, &e);
@@ -1519,11 +1505,7 @@ fn sigterm_to_ingest_mid_input_prints_what_was_not_read_and_a_rerun_loses_and_do
             Err(e) => panic!("ingest stopped logging ({e}): {}", log.join("\n")),
         }
     }
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &ingest.id().to_string()])
-        .status()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(status.success());
+    sigterm(ingest.id());
     let exit = ingest.wait().unwrap_or_else(|e| panic!("{e}"));
     let _ = reader.join();
     log.extend(read.try_iter());
