@@ -8,8 +8,9 @@ port=${LKPLAKE_BENCH_TANSU_PORT:-19292}
 work=$(mktemp -d /tmp/lkplake-bench.XXXXXX)
 trap './infra/tansu.sh stop "$port" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
-cargo build --release --locked --quiet
-bin=target/release/lkplake
+# LKPLAKE_BENCH_BIN runs another build (target/dist/lkplake, say) instead of the release build.
+bin=${LKPLAKE_BENCH_BIN:-target/release/lkplake}
+[ -n "${LKPLAKE_BENCH_BIN:-}" ] || cargo build --release --locked --quiet
 brokers=$(./infra/tansu.sh start "$port")
 export LKPLAKE_BROKERS=$brokers LKPLAKE_TOPIC=bench-reports LKPLAKE_DLQ_TOPIC=bench-dlq LKPLAKE_GROUP=bench LKPLAKE_LAKE=$work/lake
 
