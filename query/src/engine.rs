@@ -19,7 +19,6 @@ use lkplake_lake::{LakeTables, LakeUrl, TableHealth};
 use lkplake_schemas::tables::{FAILURES_TABLE, MENTIONS_TABLE};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 /// The catalog and schema every table and view lives in; Postgres clients expect `public`.
 pub const CATALOG: &str = "datafusion";
@@ -128,40 +127,28 @@ impl Engine {
         &self.ctx
     }
 
-    /// Loads commits made since the last refresh and, when there were any, swaps in tables and
-    /// views at the new versions. True when something changed.
+    /// Loads commits made since the last refresh and, when the loaded versions are not the
+    /// published ones, swaps in tables and views at them. True when something was published.
     pub async fn refresh(&self) -> Result<bool, QueryError> {
-        let changed = self.tables.lock().await.refresh().await?;
-        if changed {
-            self.install().await?;
+        let loaded = {
+            let mut tables = self.tables.lock().await;
+            tables.refresh().await?;
+            tables.versions()
+        };
+        // Compared with what was published, not with the previous load: when installing fails
+        // after the versions were loaded, the next refresh must publish them still.
+        if self.schema.current().versions() == loaded {
+            return Ok(false);
         }
-        Ok(changed)
+        self.install().await?;
+        Ok(true)
     }
 
-    /// Refreshes every `every` until the engine is dropped, logging (not failing) on errors so
-    /// a lake being compacted or briefly unreadable does not take the server down.
-    pub fn follow(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
-        let engine = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let Some(engine) = engine.upgrade() else {
-                    return;
-                };
-                match engine.refresh().await {
-                    Ok(true) => tracing::info!("lake changed: tables and views refreshed"),
-                    Ok(false) => {}
-                    Err(e) => tracing::warn!("refreshing the lake failed, will retry: {e}"),
-                }
-            }
-        })
-    }
-
-    /// Each table's loaded version and commit time.
-    pub async fn health(&self) -> Vec<TableHealth> {
-        self.tables.lock().await.health()
+    /// The version and commit time of each table as queries see it: the versions the
+    /// published tables and views were built from, which trail the loaded ones while a refresh
+    /// installs them.
+    pub fn health(&self) -> Vec<TableHealth> {
+        self.schema.current().health.clone()
     }
 
     /// Where the lake is.
@@ -180,7 +167,7 @@ impl Engine {
 
     /// Whether the lake has table `name` (the trend tables exist once `lkplake trend` ran).
     pub fn has_table(&self, name: &str) -> bool {
-        self.schema.current().contains_key(name)
+        self.schema.current().entries.contains_key(name)
     }
 
     /// Plans one read-only SQL statement.
@@ -196,9 +183,14 @@ impl Engine {
     /// Builds tables and views at the loaded versions in a scratch session, then publishes
     /// them all at once.
     async fn install(&self) -> Result<(), QueryError> {
-        let (mut providers, damaged) = {
+        // Providers and health under one lock, so health names the versions being published.
+        let (mut providers, damaged, health) = {
             let tables = self.tables.lock().await;
-            (tables.providers().await?, tables.damaged().to_vec())
+            (
+                tables.providers().await?,
+                tables.damaged().to_vec(),
+                tables.health(),
+            )
         };
         for table in damaged {
             if let Some(schema) = lkplake_schemas::tables::schema_of(table.name) {
@@ -238,7 +230,7 @@ impl Engine {
             let provider = scratch.table_provider(view).await.map_err(fail)?;
             entries.insert(view.to_owned(), provider);
         }
-        self.schema.publish(entries);
+        self.schema.publish(Published { entries, health });
         Ok(())
     }
 }
@@ -252,42 +244,137 @@ impl std::fmt::Debug for Engine {
     }
 }
 
+/// What queries see: the tables and views, and the health of the versions they were built from.
+#[derive(Debug, Default)]
+struct Published {
+    entries: BTreeMap<String, Arc<dyn TableProvider>>,
+    health: Vec<TableHealth>,
+}
+
+impl Published {
+    fn versions(&self) -> Vec<Option<u64>> {
+        self.health.iter().map(|t| t.version).collect()
+    }
+}
+
 /// The `public` schema: the current set of tables and views, swapped whole on refresh.
 #[derive(Debug, Default)]
 struct LakeSchema {
-    entries: RwLock<Arc<BTreeMap<String, Arc<dyn TableProvider>>>>,
+    published: RwLock<Arc<Published>>,
 }
 
 impl LakeSchema {
-    fn current(&self) -> Arc<BTreeMap<String, Arc<dyn TableProvider>>> {
+    fn current(&self) -> Arc<Published> {
         // A poisoned lock only means a publisher panicked mid-swap of an Arc, which cannot leave
         // the map half-written; keep serving it.
-        Arc::clone(&self.entries.read().unwrap_or_else(|e| e.into_inner()))
+        Arc::clone(&self.published.read().unwrap_or_else(|e| e.into_inner()))
     }
 
-    fn publish(&self, entries: BTreeMap<String, Arc<dyn TableProvider>>) {
-        *self.entries.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(entries);
+    fn publish(&self, published: Published) {
+        *self.published.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(published);
     }
 }
 
 #[async_trait]
 impl SchemaProvider for LakeSchema {
     fn table_names(&self) -> Vec<String> {
-        self.current().keys().cloned().collect()
+        self.current().entries.keys().cloned().collect()
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>, DataFusionError> {
-        Ok(self.current().get(name).cloned())
+        Ok(self.current().entries.get(name).cloned())
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        self.current().contains_key(name)
+        self.current().entries.contains_key(name)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow::array::{AsArray, RecordBatch};
+    use arrow::datatypes::Int64Type;
+    use lkplake_lake::{Batches, Lake};
+    use lkplake_schemas::tables::{FAILURES, MENTIONS, METRICS, REPORTS};
+
+    /// One `metrics` row and nothing else.
+    fn one_metric_row() -> Batches {
+        let row = br#"{"time": null, "testcase": "vm-scalability", "machine": "lkp-icl-2sp2",
+            "params": "", "metric": "vm-scalability.throughput", "program": "vm-scalability",
+            "commit": "9c167c0450c9a958", "role": "patched", "value": 21446.0,
+            "change_unit": "%", "is_headline": true, "report_key": "k"}"#;
+        let metrics = arrow::json::ReaderBuilder::new(Arc::clone(&METRICS))
+            .build(&row[..])
+            .and_then(|mut reader| reader.next().transpose())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("no batch"));
+        Batches {
+            metrics,
+            failures: RecordBatch::new_empty(Arc::clone(&FAILURES)),
+            mentions: RecordBatch::new_empty(Arc::clone(&MENTIONS)),
+            reports: RecordBatch::new_empty(Arc::clone(&REPORTS)),
+        }
+    }
+
+    async fn metric_rows(engine: &Engine) -> i64 {
+        let batches = engine
+            .sql("SELECT count(*) FROM metrics")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .collect()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        batches[0].column(0).as_primitive::<Int64Type>().value(0)
+    }
+
+    fn metrics_version(engine: &Engine) -> Option<u64> {
+        engine
+            .health()
+            .iter()
+            .find(|t| t.name == "metrics")
+            .and_then(|t| t.version)
+    }
+
+    #[tokio::test]
+    async fn health_names_the_published_versions_and_a_loaded_unpublished_version_is_published_next()
+     {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let url = LakeUrl::local(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        // Opening creates each table with an empty commit: version 0.
+        let mut lake = Lake::open(&url).await.unwrap_or_else(|e| panic!("{e}"));
+        let config = EngineConfig {
+            query_threads: Some(0),
+            ..EngineConfig::default()
+        };
+        let engine = Engine::open(&url, &config)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(metrics_version(&engine), Some(0));
+        assert_eq!(metric_rows(&engine).await, 0);
+
+        lake.commit(one_metric_row(), &[])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Version 1 loaded and not installed: what a refresh leaves when installing fails, and
+        // what the exporter saw mid-refresh when it rendered version 0's rows as version 1's.
+        let moved = engine
+            .tables
+            .lock()
+            .await
+            .refresh()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(moved);
+        assert_eq!(metrics_version(&engine), Some(0));
+        assert_eq!(metric_rows(&engine).await, 0);
+
+        // Nothing new in the lake, but version 1 was never published.
+        assert!(engine.refresh().await.unwrap_or_else(|e| panic!("{e}")));
+        assert_eq!(metrics_version(&engine), Some(1));
+        assert_eq!(metric_rows(&engine).await, 1);
+        assert!(!engine.refresh().await.unwrap_or_else(|e| panic!("{e}")));
+    }
 
     fn view_names(sql: &str) -> Result<Vec<String>, DataFusionError> {
         let statements = DFParser::parse_sql_with_dialect(sql, &GenericDialect {})?;

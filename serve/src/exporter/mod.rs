@@ -108,10 +108,13 @@ impl Exporter {
         *self.pipeline.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(families);
     }
 
-    /// Recomputes the lake's families when the engine has loaded a new version since the last
-    /// time; true when it did.
+    /// Recomputes the lake's families when the engine has published a new version since the
+    /// last time; true when it did.
     pub async fn refresh(&self) -> Result<bool, ServeError> {
-        let health = self.engine.health().await;
+        // The published versions, read before the queries: a version published in between is
+        // rendered under the older numbers and rendered again next time, never the other way
+        // round (which left `lkp_lake_rows` at an old count for good).
+        let health = self.engine.health();
         let versions: Vec<Option<u64>> = health.iter().map(|t| t.version).collect();
         let unchanged = {
             let rendered = self.rendered.read().unwrap_or_else(|e| e.into_inner());
