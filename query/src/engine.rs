@@ -296,7 +296,7 @@ mod tests {
     use arrow::array::{AsArray, RecordBatch};
     use arrow::datatypes::Int64Type;
     use lkplake_lake::{Batches, Lake};
-    use lkplake_schemas::tables::{FAILURES, MENTIONS, METRICS, REPORTS};
+    use lkplake_schemas::tables::{FAILURES, MENTIONS, METRICS, METRICS_TABLE, REPORTS};
 
     /// One `metrics` row and nothing else.
     fn one_metric_row() -> Batches {
@@ -332,7 +332,7 @@ mod tests {
         engine
             .health()
             .iter()
-            .find(|t| t.name == "metrics")
+            .find(|t| t.name == METRICS_TABLE)
             .and_then(|t| t.version)
     }
 
