@@ -22,6 +22,9 @@ log_dir=${LKPLAKE_SOAK_LOGS:-target/soak}
 mkdir -p "$log_dir"
 
 ./infra/tansu.sh install
+# The compaction test's eight clients are psycopg, and its watcher is psql: a new machine has
+# neither until infra/clients.sh installs them.
+./infra/clients.sh
 trap './infra/tansu.sh stop "$port"' EXIT
 export LKPLAKE_TEST_BROKERS
 LKPLAKE_TEST_BROKERS=$(./infra/tansu.sh start "$port")

@@ -1255,8 +1255,18 @@ fn compaction_while_a_transformer_writes_and_eight_clients_query_loses_and_doubl
         "SELECT * FROM headlines ORDER BY time DESC LIMIT 20",
     ]);
     let done = AtomicBool::new(false);
+    // Set however the scope's own thread leaves it: a failed assertion there unwinds, and
+    // the scope then waits for the watcher, which only stops once `done` is set. Without
+    // this the test hung until nextest killed it instead of failing with its message.
+    struct Done<'a>(&'a AtomicBool);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
     let (mut transformer, log) = spawn_transformer(&p, &["--until-idle"]);
     let (load, seen, rewritten_meanwhile) = std::thread::scope(|s| {
+        let stop_watcher = Done(&done);
         let load = s.spawn(|| {
             server.psycopg(
                 PG_PASSWORD,
@@ -1302,7 +1312,7 @@ fn compaction_while_a_transformer_writes_and_eight_clients_query_loses_and_doubl
             rewritten += number_before(line, " files rewritten");
         }
         let load = load.join().unwrap_or_else(|_| panic!("the load panicked"));
-        done.store(true, Ordering::Relaxed);
+        drop(stop_watcher);
         let seen = watcher
             .join()
             .unwrap_or_else(|_| panic!("the watcher panicked"));
