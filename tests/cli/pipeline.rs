@@ -1185,34 +1185,70 @@ fn wait_for_reports_in_lake(
 #[test]
 fn three_transformers_over_six_partitions_one_joining_late_one_leaving_early_write_each_report_once()
  {
+    // The reports arrive in three parts, each once the membership has changed: sent all at
+    // once, a release build's first member drained the topic in two seconds, and a member
+    // that joins a drained group with `--until-idle` leaves without a partition (soak of
+    // 2026-12-04, round 1: "transformer 1 was never given a partition").
     let reports = generated("three-transformers", 900);
-    let e = expected(&[&reports]);
+    let parts = split_into(&reports, 3);
+    let e = expected(&parts.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(e.reports, 900);
     let p = Pipeline::new("three-transformers");
-    assert!(
-        p.run(&["ingest", "--partitions", "6", &reports])
-            .status
-            .success()
-    );
+    let send = |dir: &str| {
+        assert!(
+            p.run(&["ingest", "--partitions", "6", dir])
+                .status
+                .success()
+        );
+    };
+    let nothing = temp_dir("three-transformers-nothing");
+    send(&nothing.to_string_lossy());
     assert!(p.run(&["compact"]).status.success());
-    // The first member, alone in the group at first, is given partitions however fast it
-    // drains the topic; `--until-idle` stops it only once the lake holds every partition's
-    // end, whoever wrote it.
+    send(&parts[0]);
+    // Alone in the group on a topic the lake lacks, the first member is given partitions;
+    // `--until-idle` stops it once the lake holds every partition's end, whoever wrote it.
     let first = spawn_transformer(&p, &["--until-idle"]);
+    wait_for_partitions(&first.1);
     // A long-running member that is stopped once it holds partitions: it commits what it
-    // holds, leaves the group, and its partitions move to the others. (A fixed two seconds
-    // were sometimes not enough for it to join, and the test then proved less than its name.)
+    // holds, leaves the group, and its partitions move to the others.
     let leaving = spawn_transformer(&p, &[]);
     wait_for_partitions(&leaving.1);
+    send(&parts[1]);
     // Long-running too: an `--until-idle` member joining once the others had drained the
     // topic would find the lake complete and leave before any partition was given to it.
     let mut late = spawn_transformer(&p, &[]);
     wait_for_partitions(&late.1);
     sigterm(leaving.0.id());
+    send(&parts[2]);
     wait_for_reports_in_lake(&p, std::slice::from_mut(&mut late), &e);
     sigterm(late.0.id());
     let logs = assert_exited_cleanly(vec![leaving, first, late]);
     assert_each_report_once(&p, &e);
     assert_members_shared(&logs, 6, &e);
+}
+
+/// Moves the files of `dir` into `n` new directories, dealt in turn in name order; their paths.
+fn split_into(dir: &str, n: usize) -> Vec<String> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .map(|f| f.unwrap_or_else(|e| panic!("{dir}: {e}")).path())
+        .collect();
+    files.sort();
+    let parts: Vec<std::path::PathBuf> = (0..n)
+        .map(|i| std::path::Path::new(dir).with_extension(format!("part{i}")))
+        .collect();
+    for part in &parts {
+        std::fs::create_dir_all(part).unwrap_or_else(|e| panic!("{}: {e}", part.display()));
+    }
+    for (i, file) in files.iter().enumerate() {
+        let name = file.file_name().unwrap_or_default();
+        let to = parts[i % n].join(name);
+        std::fs::rename(file, &to).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    }
+    parts
+        .iter()
+        .map(|d| d.to_string_lossy().into_owned())
+        .collect()
 }
 
 /// The number before `label` in `line` (`lkplake compact: 7 files rewritten into 3 ...`).
