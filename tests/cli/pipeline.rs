@@ -1243,7 +1243,7 @@ fn split_into(dir: &str, n: usize) -> Vec<String> {
     for (i, file) in files.iter().enumerate() {
         let name = file.file_name().unwrap_or_default();
         let to = parts[i % n].join(name);
-        std::fs::rename(file, &to).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        std::fs::rename(file, to).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     }
     parts
         .iter()
