@@ -1099,10 +1099,7 @@ fn two_transformers_in_one_group_share_the_partitions_without_doubling_a_row() {
     // partitions. Two members started on a full topic could not be made to share it: the first
     // drained it before the second was given a partition, and the second, finding the lake
     // complete, left without one (round 9 of a soak).
-    let nothing = temp_dir("two-transformers-nothing");
-    assert!(p.ingest(&[&nothing.to_string_lossy()]).status.success());
-    // The lake exists before both start, as in production (`compact` opens and creates it).
-    assert!(p.run(&["compact"]).status.success());
+    create_empty(&p, "3");
     // Long-running members, since `--until-idle` would leave an empty topic at once; stopped
     // by SIGTERM once the lake holds every report, as a deployment stops them.
     let mut both = vec![spawn_transformer(&p, &[]), spawn_transformer(&p, &[])];
@@ -1201,9 +1198,7 @@ fn three_transformers_over_six_partitions_one_joining_late_one_leaving_early_wri
                 .success()
         );
     };
-    let nothing = temp_dir("three-transformers-nothing");
-    send(&nothing.to_string_lossy());
-    assert!(p.run(&["compact"]).status.success());
+    create_empty(&p, "6");
     send(&parts[0]);
     // Alone in the group on a topic the lake lacks, the first member is given partitions;
     // `--until-idle` stops it once the lake holds every partition's end, whoever wrote it.
@@ -1227,6 +1222,19 @@ fn three_transformers_over_six_partitions_one_joining_late_one_leaving_early_wri
     assert_members_shared(&logs, 6, &e);
 }
 
+/// Creates the topic with `partitions` partitions and no message, and the lake, before any
+/// member starts, as in production (`compact` opens and creates the lake).
+fn create_empty(p: &Pipeline, partitions: &str) {
+    let nothing = temp_dir("nothing");
+    let dir = nothing.to_string_lossy();
+    assert!(
+        p.run(&["ingest", "--partitions", partitions, &dir])
+            .status
+            .success()
+    );
+    assert!(p.run(&["compact"]).status.success());
+}
+
 /// Moves the files of `dir` into `n` new directories, dealt in turn in name order; their paths.
 fn split_into(dir: &str, n: usize) -> Vec<String> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
@@ -1234,12 +1242,7 @@ fn split_into(dir: &str, n: usize) -> Vec<String> {
         .map(|f| f.unwrap_or_else(|e| panic!("{dir}: {e}")).path())
         .collect();
     files.sort();
-    let parts: Vec<std::path::PathBuf> = (0..n)
-        .map(|i| std::path::Path::new(dir).with_extension(format!("part{i}")))
-        .collect();
-    for part in &parts {
-        std::fs::create_dir_all(part).unwrap_or_else(|e| panic!("{}: {e}", part.display()));
-    }
+    let parts: Vec<_> = (0..n).map(|i| temp_dir(&format!("part{i}"))).collect();
     for (i, file) in files.iter().enumerate() {
         let name = file.file_name().unwrap_or_default();
         let to = parts[i % n].join(name);
