@@ -125,6 +125,11 @@ pub struct TransformArgs {
     /// `PATTERN higher|lower`, the pattern a regex over whole metric names (`#` comments).
     #[arg(long, env = "LKPLAKE_DIRECTIONS")]
     pub directions: Option<PathBuf>,
+    /// The longest a fetch waits at the broker for data, in milliseconds. Tansu waits this
+    /// long after every fetch, so it bounds how fast a transformer reads from it; against
+    /// Kafka it is how often an idle transformer asks for more.
+    #[arg(long, env = "LKPLAKE_FETCH_WAIT_MS", default_value_t = 10)]
+    pub fetch_wait_ms: u64,
 }
 
 /// The built-in directions with the overrides of `file`, if any.
@@ -329,6 +334,7 @@ pub async fn run_transform(args: &TransformArgs, shutdown: &Shutdown) -> anyhow:
     config.flush_interval = Duration::from_millis(args.flush_ms);
     config.until_idle = args.until_idle;
     config.instance_id = args.instance_id.clone();
+    config.fetch_wait = Duration::from_millis(args.fetch_wait_ms);
     shutdown.on_signals("transform");
     let summary = transform(config, shutdown.cancelled()).await?;
     print_transform(&summary);

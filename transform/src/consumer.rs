@@ -43,10 +43,17 @@ pub struct TransformConfig {
     /// takes its partitions back at once instead of waiting for the dead one's session to
     /// expire.
     pub instance_id: Option<String>,
+    /// The longest a fetch request may wait at the broker (`fetch.wait.max.ms`). Tansu 0.6.0
+    /// waits this long after *every* fetch, data or not (`tansu-storage`'s `fetch.rs` sleeps
+    /// before it checks `min_bytes`), so librdkafka's 500 ms default capped a transformer on it
+    /// at one fetch per 250 ms, about 22 MB/s; Kafka itself answers as soon as it has data, so
+    /// a short wait there only makes an idle consumer ask more often (one request per wait).
+    pub fetch_wait: Duration,
 }
 
 impl TransformConfig {
-    /// The defaults: `lkp.reports`, group `lkplake-transform`, flush at 500,000 rows or 5 s.
+    /// The defaults: `lkp.reports`, group `lkplake-transform`, flush at 500,000 rows or 5 s,
+    /// fetches wait at most 10 ms at the broker.
     pub fn new(brokers: impl Into<String>, lake: LakeUrl) -> Self {
         Self {
             brokers: brokers.into(),
@@ -58,6 +65,7 @@ impl TransformConfig {
             flush_interval: Duration::from_secs(5),
             until_idle: false,
             instance_id: None,
+            fetch_wait: Duration::from_millis(10),
         }
     }
 }
@@ -115,6 +123,10 @@ pub async fn run(
         .set("enable.partition.eof", "true")
         .set("session.timeout.ms", "6000")
         .set("fetch.message.max.bytes", "16777216")
+        .set(
+            "fetch.wait.max.ms",
+            config.fetch_wait.as_millis().to_string(),
+        )
         .create_with_context(RebalanceContext {
             changed: changed.clone(),
         })
