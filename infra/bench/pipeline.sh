@@ -49,6 +49,21 @@ t = [datetime.datetime.fromisoformat(a.replace("Z", "+00:00")) for a in sys.argv
 print((t[1] - t[0]).total_seconds())
 PY
 )
+# Then as the pipeline runs when a transformer is running already: ingest into a second topic
+# with a transformer consuming beside it (started a second later, into a second lake),
+# timed from the start of ingest until the transformer has committed the last report.
+t3=$(now)
+LKPLAKE_TOPIC=bench-beside LKPLAKE_LAKE=$work/lake-beside $bin ingest --partitions 6 "$work/reports" 2>"$work/ingest-beside.log" &
+ingesting=$!
+# Ingest creates the topic before its first report; a transformer subscribed to a topic that
+# does not exist yet waits for librdkafka's next metadata refresh.
+sleep 1
+LKPLAKE_TOPIC=bench-beside LKPLAKE_LAKE=$work/lake-beside LKPLAKE_GROUP=bench-beside \
+    $bin transform --until-idle --flush-ms 2000 2>"$work/transform-beside.log"
+wait "$ingesting"
+t4=$(now)
+beside=$(grep -o '[0-9]* reports written' "$work/transform-beside.log" | grep -o '^[0-9]*')
+
 metric_rows=$(grep -o '([0-9]* metric rows' "$work/transform.log" | grep -o '[0-9]*')
 written=$(grep -o '[0-9]* reports written' "$work/transform.log" | grep -o '^[0-9]*')
 read -r parquet_bytes parquet_files < <(active "$work/lake/metrics")
@@ -57,13 +72,14 @@ read -r compacted_bytes compacted_files < <(active "$work/lake/metrics")
 
 awk -v r="$written" -v m="$metric_rows" -v mb="$input_mb" -v ti="$(echo "$t1 - $t0" | bc)" -v tt="$(echo "$t2 - $t1" | bc)" \
     -v pb="$parquet_bytes" -v pf="$parquet_files" -v cb="$compacted_bytes" -v cf="$compacted_files" \
-    -v tw="$working" -v ir="$(cat "$work/ingest.rss")" -v tr="$(cat "$work/transform.rss")" 'BEGIN {
+    -v tw="$working" -v tb="$(echo "$t4 - $t3" | bc)" -v rb="$beside" -v ir="$(cat "$work/ingest.rss")" -v tr="$(cat "$work/transform.rss")" 'BEGIN {
     printf "| reports | %d (%d MB of mail) |\n", r, mb
     printf "| metric rows | %d |\n", m
     printf "| ingest (parse + produce to Tansu) | %.1f s, %.0f reports/s, peak RSS %.0f MB |\n", ti, r/ti, ir/1024
     printf "| transform (consume + normalize + Delta commits) | %.1f s, %.0f reports/s, %.0f metric rows/s, peak RSS %.0f MB |\n", tt, r/tt, m/tt, tr/1024
     printf "| transform, from partitions assigned to the last commit | %.2f s, %.0f metric rows/s |\n", tw, m/tw
     printf "| end to end | %.1f s, %.0f reports/s, %.0f metric rows/s |\n", ti+tt, r/(ti+tt), m/(ti+tt)
+    printf "| end to end, the transformer consuming beside ingest | %.1f s, %.0f metric rows/s (%d reports written) |\n", tb, m/tb, rb
     printf "| metrics Parquet after transform | %.2f bytes/row (%d files, %.1f MB) |\n", pb/m, pf, pb/1048576
     printf "| metrics Parquet after compact | %.2f bytes/row (%d files, %.1f MB) |\n", cb/m, cf, cb/1048576
 }'
