@@ -258,6 +258,12 @@ fn planted_steps_are_found_at_their_commit_saved_to_the_lake_and_only_new_series
         Some(count(&summary2, "series:")),
         "{summary2}"
     );
+    // Counted from the saved series without reading a partition: as many as the first run saw.
+    assert_eq!(
+        count(&summary2, "series:"),
+        count(&summary, "series:"),
+        "{summary} / {summary2}"
+    );
     assert_eq!(again, found);
 
     // New reports: exactly the series they add observations to are recomputed.

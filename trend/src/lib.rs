@@ -226,6 +226,35 @@ async fn saved_state(engine: &Engine) -> Result<HashMap<SeriesKey, Saved>, Trend
     Ok(state)
 }
 
+/// How many series `trend_series` holds for which `counts` is true, given a series' testcase,
+/// machine, metric and settings.
+async fn count_saved(
+    engine: &Engine,
+    counts: impl Fn(&str, &str, &str, &str) -> bool,
+) -> Result<u64, TrendError> {
+    if !engine.has_table(TREND_SERIES_TABLE) {
+        return Ok(0);
+    }
+    let batches = engine
+        .sql("SELECT testcase, machine, metric, settings FROM trend_series")
+        .await?
+        .collect()
+        .await?;
+    let mut n = 0;
+    for b in &batches {
+        let (t, m, me, s) = (
+            strings(b.column(0))?,
+            strings(b.column(1))?,
+            strings(b.column(2))?,
+            strings(b.column(3))?,
+        );
+        n += (0..b.num_rows())
+            .filter(|&i| counts(t.value(i), m.value(i), me.value(i), s.value(i)))
+            .count() as u64;
+    }
+    Ok(n)
+}
+
 async fn saved_changes(engine: &Engine) -> Result<Vec<Change>, TrendError> {
     if !engine.has_table(CHANGES_TABLE) {
         return Ok(Vec::new());
@@ -393,11 +422,6 @@ pub async fn run(
     progress: Progress<'_>,
 ) -> Result<(TrendSummary, Vec<Change>), TrendError> {
     let fingerprint = config.fingerprint();
-    let state = if config.full {
-        HashMap::new()
-    } else {
-        saved_state(engine).await?
-    };
     let old_changes = saved_changes(engine).await?;
 
     // Partitions whose files are those the last run read whole, with these settings, are not
@@ -429,16 +453,27 @@ pub async fn run(
         .as_deref()
         .map(|re| metric_regex("--metric", re))
         .transpose()?;
-    let unchanged_in_skipped = state
-        .iter()
-        .filter(|(key, saved)| {
-            saved.settings == fingerprint
-                && skipped.contains(&(key.testcase.as_str(), key.machine.as_str()))
-                && metric_filter
-                    .as_ref()
-                    .is_none_or(|re| re.is_match(&key.metric))
-        })
-        .count() as u64;
+    let unchanged = |testcase: &str, machine: &str, metric: &str, settings: &str| {
+        settings == fingerprint
+            && skipped.contains(&(testcase, machine))
+            && metric_filter.as_ref().is_none_or(|re| re.is_match(metric))
+    };
+    // With nothing to read, no series is analysed or saved again: the saved series are only
+    // counted, without building the whole state (900,426 keys on the 10.6M-row lake).
+    let (state, unchanged_in_skipped) = if config.full {
+        (HashMap::new(), 0)
+    } else if to_read.is_empty() {
+        (HashMap::new(), count_saved(engine, unchanged).await?)
+    } else {
+        let state = saved_state(engine).await?;
+        let count = state
+            .iter()
+            .filter(|(key, saved)| {
+                unchanged(&key.testcase, &key.machine, &key.metric, &saved.settings)
+            })
+            .count() as u64;
+        (state, count)
+    };
 
     let partitions_total = to_read.len() as u64;
     progress(0, partitions_total);
