@@ -20,13 +20,8 @@ use std::hash::Hash;
 use std::sync::Arc;
 
 /// The role of a commit column: the base, the commit under test, or a commit in between
-/// (follow-ups compare more than two).
-pub fn role(column: usize, columns: usize) -> String {
-    role_of(column, columns).into_owned()
-}
-
-/// [`role`] without an allocation for the base and the head, which is nearly every row.
-fn role_of(column: usize, columns: usize) -> Cow<'static, str> {
+/// (follow-ups compare more than two). Borrowed for the base and the head, nearly every row.
+pub fn role(column: usize, columns: usize) -> Cow<'static, str> {
     match column {
         0 => Cow::Borrowed("base"),
         c if c + 1 == columns => Cow::Borrowed("head"),
@@ -309,7 +304,7 @@ impl<'a> Normalizer<'a> {
                 f.metric.append_value(&failure.metric);
                 f.commit
                     .append_value(test.commits.get(column).map_or("", String::as_str));
-                f.role.append_value(role_of(column, columns));
+                f.role.append_value(role(column, columns));
                 f.fail.append_value(runs.fail);
                 f.runs.append_value(runs.runs);
                 f.reproduction_pct
@@ -402,7 +397,7 @@ impl<'a> Normalizer<'a> {
             m.program.append_value(program(&r.values.metric));
             m.commit
                 .append_value(test.commits.get(r.column).map_or("", String::as_str));
-            m.role.append_value(role_of(r.column, columns));
+            m.role.append_value(role(r.column, columns));
             m.value.append_value(unsigned_zero(value.mean));
             m.stddev_pct
                 .append_option(value.stddev_pct.map(unsigned_zero));
