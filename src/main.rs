@@ -34,7 +34,8 @@ enum Command {
     Transform(pipeline::TransformArgs),
     /// The whole pipeline in one command: embedded broker, ingest, transform, sample query.
     Run(pipeline::RunArgs),
-    /// List the dead-letter topic: what could not be parsed, and why.
+    /// List the dead-letter topics: what ingest could not parse and what the transformer could
+    /// not read, and why.
     Dlq(pipeline::DlqArgs),
     /// Compact small files per partition and vacuum unreferenced ones.
     Compact(pipeline::CompactArgs),
@@ -65,9 +66,7 @@ fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
     runtime.block_on(async {
         match command {
             Command::Ingest(args) => pipeline::run_ingest(&args, &shutdown).await.map(ok),
-            Command::Transform(args) => pipeline::run_transform(&args, &shutdown)
-                .await
-                .map(|()| ExitCode::SUCCESS),
+            Command::Transform(args) => pipeline::run_transform(&args, &shutdown).await.map(ok),
             Command::Run(args) => pipeline::run_all(&args, &shutdown).await.map(ok),
             Command::Compact(args) => pipeline::run_compact(&args)
                 .await
@@ -87,8 +86,9 @@ fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
 /// What an exit status means; the README's "Exit statuses" lists the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
-    /// Some inputs could not be read or parsed, a statement failed, or a stop came before the
-    /// end of the input; everything else was done.
+    /// Some inputs could not be read or parsed, the transformer dead-lettered messages it
+    /// could not read, a statement failed, or a stop came before the end of the input;
+    /// everything else was done.
     Partial = 1,
     /// The command line or a file it names is wrong (clap uses 2 for its own errors too).
     Usage = 2,
@@ -160,7 +160,8 @@ fn status(error: &anyhow::Error) -> Status {
             return match e {
                 TransformError::Broker(_)
                 | TransformError::Client { .. }
-                | TransformError::Subscribe { .. } => Status::Broker,
+                | TransformError::Subscribe { .. }
+                | TransformError::DeadLetter(_) => Status::Broker,
                 TransformError::Lake(_) => Status::Lake,
                 _ => Status::Failed,
             };

@@ -50,6 +50,8 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
     let mut out = BufWriter::new(stdout.lock());
     let mut counts = Counts::default();
     let mut unreadable = 0u64;
+    // Archive messages their repository lacks (a partial clone): counted, and the exit says so.
+    let mut missing = 0u64;
     if matches!(args.format, Format::Table) {
         writeln!(
             out,
@@ -91,15 +93,18 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
         });
         std::mem::replace(&mut written, Ok(())).context("writing to stdout")?;
 
-        if let Err(e) = read {
-            eprintln!("lkplake parse: {e}");
-            unreadable += 1;
+        match read {
+            Ok(read) => missing += read.missing,
+            Err(e) => {
+                eprintln!("lkplake parse: {e}");
+                unreadable += 1;
+            }
         }
     }
     out.flush().context("writing to stdout")?;
 
     eprintln!(
-        "lkplake parse: {} messages: {} reports ({} quoted copies), {} mentions, {} not reports, {} failed{}",
+        "lkplake parse: {} messages: {} reports ({} quoted copies), {} mentions, {} not reports, {} failed{}{}",
         counts.messages,
         counts.reports,
         counts.quoted,
@@ -110,9 +115,10 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
             format!(", {unreadable} inputs unreadable")
         } else {
             String::new()
-        }
+        },
+        crate::pipeline::missing_messages(missing),
     );
-    Ok(if counts.failed + unreadable == 0 {
+    Ok(if counts.failed + unreadable + missing == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -33,9 +33,17 @@ pub struct ServeArgs {
     /// spill to disk or fail with "resources exhausted".
     #[arg(long, env = "LKPLAKE_MEMORY_LIMIT", default_value = "2G", value_parser = crate::units::bytes)]
     pub memory_limit: usize,
-    /// Connections beyond this many are turned away (0: no limit).
+    /// Logged-in connections beyond this many are refused with 53300 (0: no limit). A
+    /// connection counts once it has logged in.
     #[arg(long, env = "LKPLAKE_MAX_CONNECTIONS", default_value_t = 256)]
     pub max_connections: usize,
+    /// Connections still logging in at once; a new socket beyond them waits up to 1 s for a
+    /// place, then is refused with 53300.
+    #[arg(long, env = "LKPLAKE_MAX_STARTING", default_value_t = 64)]
+    pub max_starting: usize,
+    /// How long a connection may take to log in before it is closed.
+    #[arg(long, env = "LKPLAKE_STARTUP_TIMEOUT", default_value = "10s", value_parser = crate::units::duration)]
+    pub startup_timeout: Duration,
     /// Statements executing at once (default: one per core); the others wait their turn within
     /// their statement timeout, so many clients share the memory limit instead of exhausting it.
     #[arg(long, env = "LKPLAKE_MAX_RUNNING")]
@@ -77,6 +85,8 @@ pub async fn run(args: &ServeArgs, shutdown: &Shutdown) -> anyhow::Result<()> {
             password: args.password.clone(),
             statement_timeout: args.statement_timeout,
             max_connections: args.max_connections,
+            max_starting: args.max_starting,
+            startup_timeout: args.startup_timeout,
             max_running: args
                 .max_running
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
@@ -96,6 +106,7 @@ pub async fn run(args: &ServeArgs, shutdown: &Shutdown) -> anyhow::Result<()> {
                 brokers: brokers.clone(),
                 topic: args.kafka.topic.clone(),
                 dlq_topic: args.kafka.dlq_topic.clone(),
+                transform_dlq_topic: args.kafka.transform_dlq_topic.clone(),
             }),
             _ => None,
         },

@@ -23,9 +23,9 @@ if [ "$(cat "$work/reports.count" 2>/dev/null)" != "$reports" ]; then
     port=${LKPLAKE_BENCH_TANSU_PORT:-19392}
     brokers=$(./infra/tansu.sh start "$port")
     trap './infra/tansu.sh stop "$port" >/dev/null 2>&1 || true' EXIT
-    LKPLAKE_BROKERS=$brokers LKPLAKE_TOPIC=qbench LKPLAKE_DLQ_TOPIC=qbench-dlq LKPLAKE_GROUP=qbench \
+    LKPLAKE_BROKERS=$brokers LKPLAKE_TOPIC=qbench LKPLAKE_DLQ_TOPIC=qbench-dlq LKPLAKE_TRANSFORM_DLQ_TOPIC=qbench-transform-dlq LKPLAKE_GROUP=qbench \
         LKPLAKE_LAKE=$work/lake $bin ingest --partitions 6 "$work/reports" 2>"$work/ingest.log"
-    LKPLAKE_BROKERS=$brokers LKPLAKE_TOPIC=qbench LKPLAKE_DLQ_TOPIC=qbench-dlq LKPLAKE_GROUP=qbench \
+    LKPLAKE_BROKERS=$brokers LKPLAKE_TOPIC=qbench LKPLAKE_DLQ_TOPIC=qbench-dlq LKPLAKE_TRANSFORM_DLQ_TOPIC=qbench-transform-dlq LKPLAKE_GROUP=qbench \
         LKPLAKE_LAKE=$work/lake $bin transform --until-idle --flush-ms 2000 2>"$work/transform.log"
     ./infra/tansu.sh stop "$port" >/dev/null 2>&1 || true
     $bin compact --lake "$work/lake" 2>"$work/compact.log"

@@ -33,7 +33,7 @@ export AWS_ACCESS_KEY_ID=lkplake-test AWS_SECRET_ACCESS_KEY=lkplake-test-secret 
 export AWS_ENDPOINT_URL=$endpoint AWS_ALLOW_HTTP=true
 local_lake=$work/lake
 s3_lake=s3://bench/lake
-export LKPLAKE_BROKERS=$brokers LKPLAKE_TOPIC=s3bench LKPLAKE_DLQ_TOPIC=s3bench-dlq
+export LKPLAKE_BROKERS=$brokers LKPLAKE_TOPIC=s3bench LKPLAKE_DLQ_TOPIC=s3bench-dlq LKPLAKE_TRANSFORM_DLQ_TOPIC=s3bench-transform-dlq
 
 $bin gen --reports "$reports" --seed 1 --out "$work/reports" 2>"$work/gen.log"
 $bin ingest --partitions 6 "$work/reports" 2>"$work/ingest.log"

@@ -28,6 +28,31 @@ pub enum ParseError {
         "the parser panicked on this message ({reason}); please report it with the message attached (`lkplake dlq`)"
     )]
     Panicked { reason: String },
+    /// Where the message is, callers print beside every parse error; the value still names it.
+    #[error(
+        "larger than {} bytes, the most one message may be: not read whole, only its first {} bytes are kept; split it into smaller files if it really is mail",
+        .0.limit,
+        .0.kept
+    )]
+    TooLarge(TooLarge),
+}
+
+/// A message larger than the most one message may be (`source::MAX_MAIL_BYTES`): it was not
+/// read whole, so that a huge file fed by mistake costs a bounded amount of memory; only its
+/// first `kept` bytes were handed on (to the dead-letter topic, when ingesting).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{path}, message {index}: larger than {limit} bytes, the most one message may be; it was not read whole (its first {kept} bytes are kept); split it into smaller files if it really is mail"
+)]
+pub struct TooLarge {
+    /// The input, as the source names it (`-` for stdin).
+    pub path: String,
+    /// The message's place in the input (0 for a single-message file).
+    pub index: u64,
+    /// The limit it exceeded, in bytes.
+    pub limit: usize,
+    /// How many of its first bytes were kept.
+    pub kept: usize,
 }
 
 /// Why an input could not be read at all.
@@ -52,4 +77,6 @@ pub enum SourceError {
         what: String,
         reason: String,
     },
+    #[error(transparent)]
+    TooLarge(#[from] TooLarge),
 }

@@ -2,10 +2,10 @@
 //! topic, and the ingest run that feeds parsed reports into them.
 
 use crate::checkpoint::{self, Checkpointer, Position};
-use crate::error::SourceError;
+use crate::error::{ParseError, SourceError};
 use crate::parallel::{Outcome, default_threads, panic_reason, parse_input};
 use crate::parser::Parsed;
-use crate::source::{Input, InputRead, Inputs};
+use crate::source::{Input, InputRead, Inputs, TOO_LARGE_HEAD};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use lkplake_schemas::{Message as WireMessage, Source};
@@ -22,27 +22,23 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-/// Parsed reports, one JSON message each, keyed by report key.
-pub const REPORTS_TOPIC: &str = "lkp.reports";
-/// Inputs that could not be parsed: the raw bytes, with the reason and origin in headers.
-pub const DLQ_TOPIC: &str = "lkp.reports.dlq";
-
-const HEADER_ERROR: &str = "lkplake-error";
-const HEADER_PATH: &str = "lkplake-path";
-const HEADER_INDEX: &str = "lkplake-index";
-const HEADER_EPOCH: &str = "lkplake-epoch";
-const HEADER_COMMIT: &str = "lkplake-commit";
-/// On a letter cut to [`LETTER_HEAD`] bytes: the whole input's size and SHA-256.
-const HEADER_SIZE: &str = "lkplake-size";
-const HEADER_SHA256: &str = "lkplake-sha256";
+// The topic names and the letter format are shared with the transformer and `lkplake dlq`.
+use lkplake_kafka::letter::{
+    COMMIT as HEADER_COMMIT, Consumed, EPOCH as HEADER_EPOCH, ERROR as HEADER_ERROR,
+    INDEX as HEADER_INDEX, OFFSET as HEADER_OFFSET, PARTITION as HEADER_PARTITION,
+    PATH as HEADER_PATH, SHA256 as HEADER_SHA256, SIZE as HEADER_SIZE, TOPIC as HEADER_TOPIC,
+    TRUNCATED as HEADER_TRUNCATED,
+};
+pub use lkplake_kafka::letter::{DLQ_TOPIC, REPORTS_TOPIC};
 
 /// The largest message the producer sends by default, and the most `--max-message-bytes`
 /// may be: the producer's own `message.max.bytes`.
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 
 /// What a dead letter keeps of an input too large for one message: its first bytes, enough to
-/// see what it is; its path, size and checksum find the rest.
-pub const LETTER_HEAD: usize = 64 << 10;
+/// see what it is; its path, size and checksum find the rest. As much as a reader keeps of a
+/// message too large to read whole, so every letter that holds only a part holds as much.
+pub const LETTER_HEAD: usize = TOO_LARGE_HEAD;
 
 /// Room a message needs beside its payload: its key and headers (a dead letter's reason, path
 /// and checksum) and the record batch's framing. A topic's `max.message.bytes` bounds the
@@ -304,12 +300,24 @@ pub struct IngestSummary {
     pub dead_lettered: u64,
     /// Inputs that could not be read at all (missing file, broken gzip), reported on stderr.
     pub unreadable: u64,
+    /// Messages of public-inbox archives that their repository lacks (a partial clone without
+    /// the blob), so they were not read; a warning names the first. A follower's checkpoint
+    /// stays before the first, and every poll tries it again: its total counts what each
+    /// epoch lacked at its latest reading (see [`IngestSummary::absorb`]).
+    pub missing: u64,
+    /// `missing` by epoch (its name, as [`Input::name`] gives it), for every epoch read,
+    /// those that lacked nothing included: what lets [`IngestSummary::absorb`] count a
+    /// message that every poll finds missing once, and not at all once a poll read it.
+    pub missing_in: std::collections::BTreeMap<String, u64>,
     /// Where reading stopped when a stop was asked for before the end of the input.
     pub stopped: Option<Stopped>,
 }
 
 impl IngestSummary {
-    /// Adds another run's counts to these (a follower's rounds); the later stop wins.
+    /// Adds another run's counts to these (a follower's rounds); the later stop wins. Missing
+    /// messages are not added up: a follower reads an epoch that lacks one again at every
+    /// poll (its checkpoint stays before it), so the later reading of an epoch replaces what
+    /// an earlier one found, and one blob missing for an hour of polls counts once.
     pub fn absorb(&mut self, other: IngestSummary) {
         self.inputs += other.inputs;
         self.bytes += other.bytes;
@@ -320,7 +328,25 @@ impl IngestSummary {
         self.not_reports += other.not_reports;
         self.dead_lettered += other.dead_lettered;
         self.unreadable += other.unreadable;
+        // Any not named by epoch (none, as `ingest` counts them) are added as before.
+        let named: u64 = other.missing_in.values().sum();
+        self.missing += other.missing.saturating_sub(named);
+        for (epoch, missing) in other.missing_in {
+            // An epoch that now lacks nothing is forgotten: the total keeps only the others.
+            let before = if missing == 0 {
+                self.missing_in.remove(&epoch)
+            } else {
+                self.missing_in.insert(epoch, missing)
+            };
+            self.missing = self.missing.saturating_sub(before.unwrap_or(0)) + missing;
+        }
         self.stopped = other.stopped.or(self.stopped.take());
+    }
+
+    /// Whether every input could be read, and every message of it: nothing unreadable, no
+    /// archive message missing from its repository.
+    pub fn all_read(&self) -> bool {
+        self.unreadable == 0 && self.missing == 0
     }
 }
 
@@ -358,14 +384,40 @@ fn more_than_a_message(limit: usize) -> String {
 }
 
 /// A dead letter for `raw`, cut to its first [`LETTER_HEAD`] bytes when it is larger than a
-/// message may be (`limit`): a 260 MB file fed by mistake costs one letter, not the run.
-pub(crate) fn dead_letter(source: Source, raw: Vec<u8>, error: String, limit: usize) -> Item {
+/// message may be (`limit`): a 30 MB file fed by mistake costs one letter, not the run.
+/// `truncated` is set (to the limit it exceeded) for a message too large to be read whole,
+/// whose `raw` is only its first bytes ([`ParseError::TooLarge`]).
+pub(crate) fn dead_letter(
+    source: Source,
+    mut raw: Vec<u8>,
+    error: String,
+    limit: usize,
+    truncated: Option<usize>,
+) -> Item {
     if raw.len() <= limit {
         return Item::Dead {
             source,
             raw,
             error,
             cut: None,
+            truncated,
+        };
+    }
+    let head = LETTER_HEAD.min(limit);
+    if truncated.is_some() {
+        // The message was never read whole: a size and checksum of the part read would pass
+        // for the input's, so the letter is marked truncated and carries neither.
+        raw.truncate(head);
+        let error = format!(
+            "{error}; {}: this letter keeps its first {head} bytes",
+            more_than_a_message(limit)
+        );
+        return Item::Dead {
+            source,
+            raw,
+            error,
+            cut: None,
+            truncated,
         };
     }
     use sha2::{Digest, Sha256};
@@ -373,7 +425,6 @@ pub(crate) fn dead_letter(source: Source, raw: Vec<u8>, error: String, limit: us
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let head = LETTER_HEAD.min(limit);
     let error = format!(
         "{error}; the input is {} bytes (sha256 {sha256}), {}: this letter keeps its first {head} bytes",
         raw.len(),
@@ -387,6 +438,7 @@ pub(crate) fn dead_letter(source: Source, raw: Vec<u8>, error: String, limit: us
         }),
         raw: raw[..head].to_vec(),
         error,
+        truncated: None,
     }
 }
 
@@ -404,8 +456,11 @@ pub(crate) enum Item {
         source: Source,
         raw: Vec<u8>,
         error: String,
-        /// Set when `raw` holds only the input's first bytes.
+        /// Set when `raw` holds only the first bytes of an input read whole.
         cut: Option<Cut>,
+        /// Set, to the limit it exceeded, when the message was larger than the most one
+        /// message may be and was not read past the first bytes `raw` holds.
+        truncated: Option<usize>,
     },
     NotAReport,
     Unreadable(SourceError),
@@ -457,6 +512,7 @@ fn send_outcome(outcome: Outcome, tx: &tokio::sync::mpsc::Sender<Item>, limit: u
                             raw.clone().unwrap_or_default(),
                             error,
                             limit,
+                            None,
                         )
                     }
                     item => item,
@@ -466,7 +522,19 @@ fn send_outcome(outcome: Outcome, tx: &tokio::sync::mpsc::Sender<Item>, limit: u
         }
         Err(e) => {
             let commit = source.commit.clone();
-            let dead = dead_letter(source, raw.unwrap_or_default(), e.to_string(), limit);
+            // `raw` of a message too large to read is its first bytes only: the letter says so,
+            // and `dlq replay` refuses it rather than parse a part as the whole mail.
+            let truncated = match &e {
+                ParseError::TooLarge(too_large) => Some(too_large.limit),
+                _ => None,
+            };
+            let dead = dead_letter(
+                source,
+                raw.unwrap_or_default(),
+                e.to_string(),
+                limit,
+                truncated,
+            );
             (tx.blocking_send(dead).is_ok(), commit)
         }
     };
@@ -506,8 +574,20 @@ pub async fn ingest(
     let threads = default_threads();
     let parser = std::thread::spawn(move || {
         let stop = parser_stop;
-        for (input, size) in inputs.inputs {
+        for (mut input, size) in inputs.inputs {
             let key = checkpointing.then(|| checkpoint::key_of(&input)).flatten();
+            // A checkpoint says "everything up to here was delivered": an epoch read on past
+            // a message its repository lacks would carry the checkpoint past that message, so
+            // a followed epoch stops there, and the next poll tries it again.
+            if let (Input::Epoch(epoch), Some(_)) = (&mut input, &key) {
+                epoch.stop_at_missing = true;
+            }
+            // A file is fingerprinted before it is read: rewritten while it is read, it then
+            // differs from its checkpoint, and the next poll reads it again.
+            let file_position = match (&input, &key) {
+                (Input::File(path), Some(_)) => checkpoint::file_position(path).ok(),
+                _ => None,
+            };
             let begin = Item::Begin {
                 name: input.name(),
                 key: key.clone(),
@@ -533,10 +613,10 @@ pub async fn ingest(
                 Ok(read) if read.stopped => return,
                 Ok(read) => {
                     let end = key.and_then(|_| match &input {
-                        Input::Epoch(_) => {
-                            read.head.clone().map(|commit| Position::Epoch { commit })
-                        }
-                        Input::File(_) => Some(Position::File { size }),
+                        Input::Epoch(_) => read.checkpoint().map(|commit| Position::Epoch {
+                            commit: commit.to_owned(),
+                        }),
+                        Input::File(_) => file_position,
                         Input::Stdin => None,
                     });
                     Item::Input { read, size, end }
@@ -624,6 +704,7 @@ pub async fn ingest(
                 raw,
                 error,
                 cut,
+                truncated,
             } => {
                 tracing::warn!(path = %source.path, index = source.index, %error, "dead-lettered");
                 summary.dead_lettered += 1;
@@ -667,6 +748,14 @@ pub async fn ingest(
                         }),
                     _ => headers,
                 };
+                let truncated = truncated.map(|bytes| bytes.to_string());
+                let headers = match &truncated {
+                    Some(bytes) => headers.insert(Header {
+                        key: HEADER_TRUNCATED,
+                        value: Some(bytes.as_str()),
+                    }),
+                    None => headers,
+                };
                 let key = source.to_string();
                 in_flight.push(deliver(
                     &producer,
@@ -706,6 +795,12 @@ pub async fn ingest(
                 }
                 summary.inputs += 1;
                 summary.messages += read.messages;
+                summary.missing += read.missing;
+                // Every epoch read (only an epoch has a head, or can lack a message), to
+                // count a follower's missing messages once across polls (see `absorb`).
+                if read.head.is_some() || read.missing > 0 {
+                    summary.missing_in.insert(reading.clone(), read.missing);
+                }
                 summary.bytes += size;
 
                 progress(summary.bytes);
@@ -775,24 +870,14 @@ pub(crate) fn encode(message: WireMessage) -> Item {
             raw: Vec::new(),
             source,
             cut: None,
+            truncated: None,
         },
     }
 }
 
-/// How long one message is sent again after failures a broker's restart causes.
-const RESEND_FOR: Duration = Duration::from_secs(60);
-
-/// Whether a failed send is worth sending again: the broker refused it for the state it was
-/// in, not for the message. librdkafka retries a send that failed for want of a broker
-/// itself, but takes an `UNKNOWN_SERVER_ERROR` as final (`rd_kafka_handle_Produce_error`), and
-/// that is what a Tansu being stopped answers to the produces in flight: its storage stops
-/// before its listener. The same message sent once the broker is back is stored.
-fn worth_resending(error: &KafkaError) -> bool {
-    matches!(
-        error,
-        KafkaError::MessageProduction(RDKafkaErrorCode::Unknown)
-    )
-}
+// Which failed sends are worth sending again, and for how long: shared with the transformer's
+// dead letters.
+use lkplake_kafka::{RESEND_FOR, worth_resending};
 
 /// Sends one message and resolves once the broker acknowledged it (`acks=all`); sends it
 /// again, for up to [`RESEND_FOR`], while the broker refuses it for its own state.
@@ -836,26 +921,34 @@ pub(crate) fn deliver(
     })
 }
 
-/// One entry of the dead-letter topic.
+/// One entry of a dead-letter topic: ingest's, or the transformer's (then `consumed` says
+/// which message of the reports topic it is).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {
     /// Where the letter is on the dead-letter topic.
     pub partition: i32,
     /// Its offset in that partition.
     pub offset: i64,
-    /// Where the message was read.
+    /// Where the message was read (empty for the transformer's letters).
     pub source: Source,
-    /// Why the parser refused it.
+    /// For the transformer's letters: the message of the reports topic it could not read.
+    pub consumed: Option<Consumed>,
+    /// Why the parser (or the transformer) refused it.
     pub error: String,
     /// The message exactly as read, or its first [`LETTER_HEAD`] bytes when it was larger
-    /// than a message holds (then `whole` says so).
+    /// than a message holds (then `whole` says so) or too large to read whole (then
+    /// `truncated` does).
     pub raw: Vec<u8>,
     /// For a letter cut to its first bytes: the whole input's size and SHA-256.
     pub whole: Option<(u64, String)>,
+    /// For a message larger than the most one message may be, not read past the first bytes
+    /// the letter holds: that limit, in bytes.
+    pub truncated: Option<u64>,
 }
 
 impl DeadLetter {
-    /// The size of the input the letter stands for.
+    /// The size of the input the letter stands for (of a truncated letter, only the bytes it
+    /// holds are known).
     pub fn size(&self) -> u64 {
         self.whole
             .as_ref()
@@ -925,7 +1018,8 @@ pub(crate) fn read_topic(
     Ok(())
 }
 
-/// Reads the whole dead-letter topic from the beginning to its current end.
+/// Reads a whole dead-letter topic (ingest's or the transformer's: one format) from the
+/// beginning to its current end.
 pub fn read_dead_letters(brokers: &str, topic: &str) -> Result<Vec<DeadLetter>, KafkaIngestError> {
     let mut out = Vec::new();
     read_topic(brokers, topic, |message| {
@@ -947,12 +1041,18 @@ pub fn read_dead_letters(brokers: &str, topic: &str) -> Result<Vec<DeadLetter>, 
                 epoch: header(HEADER_EPOCH).parse().ok(),
                 commit: (!commit.is_empty()).then_some(commit),
             },
+            consumed: Consumed::parse(
+                &header(HEADER_TOPIC),
+                &header(HEADER_PARTITION),
+                &header(HEADER_OFFSET),
+            ),
             error: header(HEADER_ERROR),
             raw: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
             whole: header(HEADER_SIZE)
                 .parse()
                 .ok()
                 .map(|size| (size, header(HEADER_SHA256))),
+            truncated: header(HEADER_TRUNCATED).parse().ok(),
         });
     })?;
     Ok(out)
@@ -961,21 +1061,95 @@ pub fn read_dead_letters(brokers: &str, topic: &str) -> Result<Vec<DeadLetter>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::TooLarge;
+
+    /// What `send_outcome` hands the producer for `outcome`, messages holding `limit` bytes.
+    fn sent(outcome: Outcome, limit: usize) -> Vec<Item> {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+        assert!(send_outcome(outcome, &tx, limit));
+        drop(tx);
+        let mut items = Vec::new();
+        while let Ok(item) = rx.try_recv() {
+            items.push(item);
+        }
+        items
+    }
+
+    /// The outcome of a message over 64 MiB, message 2 of `big.mbox`: its first 64 KiB.
+    fn too_large() -> Outcome {
+        let error = TooLarge {
+            path: "big.mbox".to_owned(),
+            index: 2,
+            limit: 64 << 20,
+            kept: 64 << 10,
+        };
+        Outcome {
+            source: Source::file("big.mbox", 2),
+            size: 64 << 10,
+            raw: Some(vec![b'x'; 64 << 10]),
+            parsed: Err(ParseError::TooLarge(error)),
+        }
+    }
+
+    const TOO_LARGE: &str = "larger than 67108864 bytes, the most one message may be: not read whole, only its first 65536 bytes are kept; split it into smaller files if it really is mail";
 
     #[test]
-    fn a_refusal_for_the_brokers_state_is_sent_again_and_one_for_the_message_is_not() {
-        let produce = KafkaError::MessageProduction;
-        assert!(worth_resending(&produce(RDKafkaErrorCode::Unknown)));
-        assert!(!worth_resending(&produce(
-            RDKafkaErrorCode::MessageSizeTooLarge
-        )));
-        assert!(!worth_resending(&produce(RDKafkaErrorCode::InvalidRecord)));
-        // librdkafka gave up after its own `message.timeout.ms`: the broker is gone, say so.
-        assert!(!worth_resending(&produce(
-            RDKafkaErrorCode::MessageTimedOut
-        )));
-        assert!(!worth_resending(&produce(
-            RDKafkaErrorCode::TopicAuthorizationFailed
-        )));
+    fn a_message_too_large_to_read_becomes_a_letter_marked_truncated_without_a_checksum() {
+        let items = sent(too_large(), MAX_MESSAGE_BYTES);
+        let [
+            Item::Dead {
+                source,
+                raw,
+                error,
+                cut,
+                truncated,
+            },
+            Item::Done {
+                index: 2,
+                commit: None,
+            },
+        ] = items.as_slice()
+        else {
+            panic!(
+                "expected a letter and the message done, got {} items",
+                items.len()
+            );
+        };
+        assert_eq!(source, &Source::file("big.mbox", 2));
+        assert_eq!(raw.len(), 65536);
+        assert_eq!(error, TOO_LARGE);
+        // A size and checksum of the first 64 KiB would pass for the whole message's.
+        assert!(cut.is_none());
+        assert_eq!(*truncated, Some(67_108_864));
+    }
+
+    #[test]
+    fn a_truncated_letter_larger_than_the_topic_takes_is_cut_and_stays_truncated() {
+        let items = sent(too_large(), 1024);
+        let [
+            Item::Dead {
+                raw,
+                error,
+                cut,
+                truncated,
+                ..
+            },
+            Item::Done { index: 2, .. },
+        ] = items.as_slice()
+        else {
+            panic!(
+                "expected a letter and the message done, got {} items",
+                items.len()
+            );
+        };
+        assert_eq!(raw.len(), 1024);
+        assert_eq!(
+            error,
+            &format!(
+                "{TOO_LARGE}; more than a message holds (1024 bytes: the least of --max-message-bytes and the topics' max.message.bytes less 16384 for key and headers): this letter keeps its first 1024 bytes"
+            )
+        );
+        assert!(cut.is_none());
+        assert_eq!(*truncated, Some(67_108_864));
     }
 }

@@ -9,7 +9,7 @@
 use crate::error::{ParseError, SourceError};
 use crate::parser::{Parsed, parse_document};
 use crate::prefilter::{Raw, quoted_printable_settles, read_raw};
-use crate::source::{self, Input, InputRead};
+use crate::source::{self, Handed, Input, InputRead, Oversize};
 use lkplake_schemas::Source;
 use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
@@ -38,6 +38,9 @@ enum Job {
     /// With where its quoted-printable body starts, when the raw bytes leave only that body
     /// to look at ([`Raw::NotAReportUnlessDecoded`]).
     Decode(Source, Vec<u8>, Option<usize>),
+    /// A message the reader refused (too large to read whole): its first bytes and why, kept
+    /// in input order so that it becomes a dead letter where it stands.
+    Refused(Source, Vec<u8>, ParseError),
 }
 
 /// A batch of messages and where its worker sends their outcomes.
@@ -57,10 +60,22 @@ pub fn default_threads() -> usize {
 }
 
 /// Reads `input` and hands each message's [`Outcome`] to `each`, in input order, on the
-/// calling thread; `threads` workers decode and parse. Stops reading once `each` breaks.
+/// calling thread; `threads` workers decode and parse. Stops reading once `each` breaks. A
+/// message larger than [`source::MAX_MAIL_BYTES`] is not read whole: its outcome is
+/// [`ParseError::TooLarge`] with its first bytes as `raw`, and reading goes on after it.
 pub fn parse_input(
     input: &Input,
     threads: usize,
+    each: &mut dyn FnMut(Outcome) -> ControlFlow<()>,
+) -> Result<InputRead, SourceError> {
+    parse_input_within(input, threads, source::MAX_MAIL_BYTES, each)
+}
+
+/// [`parse_input`] with `limit` for the largest message.
+fn parse_input_within(
+    input: &Input,
+    threads: usize,
+    limit: usize,
     each: &mut dyn FnMut(Outcome) -> ControlFlow<()>,
 ) -> Result<InputRead, SourceError> {
     let threads = threads.max(1);
@@ -74,7 +89,7 @@ pub fn parse_input(
             scope.spawn(move || work(&work_rx));
         }
         let stop = &stop;
-        let reader = scope.spawn(move || read(input, stop, &work_tx, &order_tx));
+        let reader = scope.spawn(move || read(input, limit, stop, &work_tx, &order_tx));
         for batch in order_rx {
             // A batch whose worker is gone (the channel closed) ends the delivery; the reader
             // then stops too.
@@ -96,6 +111,7 @@ pub fn parse_input(
 /// The reading thread: splits the input, settles what it can, and sends the rest in batches.
 fn read(
     input: &Input,
+    limit: usize,
     stop: &AtomicBool,
     work_tx: &SyncSender<Batch>,
     order_tx: &SyncSender<Receiver<Vec<Outcome>>>,
@@ -107,27 +123,22 @@ fn read(
         order_tx.send(rx).is_ok() && work_tx.send((batch, tx)).is_ok()
     };
     let mut gone = false;
-    let mut read = source::read(input, &mut |message| {
+    let mut read = source::read_bounded(input, limit, &mut |handed| {
         if stop.load(Ordering::Relaxed) {
             return ControlFlow::Break(());
         }
-        // The quoted-printable body the raw bytes leave open is decoded by a worker.
-        let body = match read_raw(&message.bytes) {
-            Raw::NotAReport => None,
-            Raw::NotAReportUnlessDecoded { body_start } => Some(Some(body_start)),
-            Raw::Decode => Some(None),
+        let job = match handed {
+            Handed::Message(message) => job_for(message),
+            Handed::TooLarge(Oversize {
+                source,
+                head,
+                error,
+            }) => Job::Refused(source, head, ParseError::TooLarge(error)),
         };
-        match body {
-            None => batch.push(Job::Settled(message.source, message.bytes.len())),
-            Some(body) => {
-                bytes += message.bytes.len();
-                batch.push(Job::Decode(
-                    message.source,
-                    message.bytes.into_owned(),
-                    body,
-                ));
-            }
+        if let Job::Decode(_, raw, _) | Job::Refused(_, raw, _) = &job {
+            bytes += raw.len();
         }
+        batch.push(job);
         if batch.len() >= BATCH_MESSAGES || bytes >= BATCH_BYTES {
             bytes = 0;
             if !send(std::mem::replace(
@@ -151,6 +162,17 @@ fn read(
     read
 }
 
+/// What a worker is to do with a message: nothing when its raw bytes settle it, else decode
+/// it (the quoted-printable body the raw bytes leave open is decoded by the worker too).
+fn job_for(message: source::Message<'_>) -> Job {
+    let body = match read_raw(&message.bytes) {
+        Raw::NotAReport => return Job::Settled(message.source, message.bytes.len()),
+        Raw::NotAReportUnlessDecoded { body_start } => Some(body_start),
+        Raw::Decode => None,
+    };
+    Job::Decode(message.source, message.bytes.into_owned(), body)
+}
+
 /// A worker: decodes and parses batches until the reader is done.
 fn work(queue: &Mutex<Receiver<Batch>>) {
     loop {
@@ -169,6 +191,12 @@ fn work(queue: &Mutex<Receiver<Batch>>) {
 
 fn run(job: Job) -> Outcome {
     match job {
+        Job::Refused(source, raw, error) => Outcome {
+            source,
+            size: raw.len(),
+            raw: Some(raw),
+            parsed: Err(error),
+        },
         Job::Settled(source, size) => Outcome {
             source,
             size,
@@ -216,6 +244,7 @@ pub fn panic_reason(panic: &(dyn std::any::Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::TooLarge;
     use crate::parser::parse_message;
     use crate::source::InputFile;
     use std::path::{Path, PathBuf};
@@ -270,6 +299,45 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(seen, (0..700).collect::<Vec<u64>>());
         assert!(read.stopped);
+    }
+
+    #[test]
+    fn a_message_over_the_limit_becomes_a_too_large_outcome_and_reading_goes_on() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("large.mbox");
+        let from = "From a@b Thu Jan  1 00:00:00 1970\n";
+        let big = format!("From: a@b.c\nSubject: big\n\n{}", "x\n".repeat(2500));
+        let mbox = format!(
+            "{from}From: a@b.c\nSubject: one\n\nhello\n{from}{big}{from}From: a@b.c\nSubject: three\n\nbye\n"
+        );
+        std::fs::write(&path, mbox).unwrap_or_else(|e| panic!("{e}"));
+        let mut seen = Vec::new();
+        let read = parse_input_within(&Input::File(path.clone()), 2, 1000, &mut |o| {
+            seen.push((o.source.index, o.raw, o.parsed));
+            ControlFlow::Continue(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let kept = 1000 - from.len();
+        let too_large = TooLarge {
+            path: path.display().to_string(),
+            index: 1,
+            limit: 1000,
+            kept,
+        };
+        assert_eq!(
+            seen,
+            vec![
+                (0, None, Ok(Parsed::NotAReport)),
+                (
+                    1,
+                    Some(big.as_bytes()[..kept].to_vec()),
+                    Err(ParseError::TooLarge(too_large))
+                ),
+                (2, None, Ok(Parsed::NotAReport)),
+            ]
+        );
+        assert_eq!(read.messages, 3);
+        assert!(!read.stopped);
     }
 
     #[test]

@@ -66,12 +66,7 @@ pub async fn replay(
             summary.already_replayed += 1;
             continue;
         }
-        // A letter that kept only the first bytes of its input cannot be read whole again.
-        if let Some((size, sha256)) = &letter.whole {
-            let reason = format!(
-                "it holds only the first {} of {size} bytes (sha256 {sha256}): ingest the input itself again",
-                letter.raw.len()
-            );
+        if let Some(reason) = not_whole(&letter) {
             summary.still_failing.push((letter, reason));
             continue;
         }
@@ -123,4 +118,73 @@ pub async fn replay(
         summary.replayed += 1;
     }
     Ok(summary)
+}
+
+/// Why a letter cannot be parsed again, when it holds only the first bytes of its message:
+/// parsed, that part would pass for the whole mail, a report cut short or a "not a report"
+/// recorded as replayed for good. `None` for a letter that holds its message whole.
+fn not_whole(letter: &DeadLetter) -> Option<String> {
+    if let Some(limit) = letter.truncated {
+        return Some(format!(
+            "it holds only the first {} bytes of a message larger than {limit} bytes, the most one message may be, which ingest did not read further: split the input into smaller files and ingest those",
+            letter.raw.len()
+        ));
+    }
+    letter.whole.as_ref().map(|(size, sha256)| {
+        format!(
+            "it holds only the first {} of {size} bytes (sha256 {sha256}): ingest the input itself again",
+            letter.raw.len()
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lkplake_schemas::Source;
+
+    /// A letter of ingest's for message 3 of `big.mbox`, holding `raw`.
+    fn letter(raw: &[u8]) -> DeadLetter {
+        DeadLetter {
+            partition: 0,
+            offset: 7,
+            source: Source::file("big.mbox", 3),
+            consumed: None,
+            error: "a reason".to_owned(),
+            raw: raw.to_vec(),
+            whole: None,
+            truncated: None,
+        }
+    }
+
+    #[test]
+    fn a_truncated_letter_is_refused_naming_the_limit_and_what_it_holds() {
+        // What ingest keeps of a message over 64 MiB: its first 64 KiB, and the limit.
+        let truncated = DeadLetter {
+            truncated: Some(64 << 20),
+            ..letter(&vec![b'x'; 64 << 10])
+        };
+        assert_eq!(
+            not_whole(&truncated).as_deref(),
+            Some(
+                "it holds only the first 65536 bytes of a message larger than 67108864 bytes, the most one message may be, which ingest did not read further: split the input into smaller files and ingest those"
+            )
+        );
+    }
+
+    #[test]
+    fn a_letter_cut_to_the_topics_limit_is_not_replayed_and_a_whole_one_is() {
+        let cut = DeadLetter {
+            whole: Some((30_000_000, "ab".repeat(32))),
+            ..letter(&[b'x'; 1024])
+        };
+        assert_eq!(
+            not_whole(&cut),
+            Some(format!(
+                "it holds only the first 1024 of 30000000 bytes (sha256 {}): ingest the input itself again",
+                "ab".repeat(32)
+            ))
+        );
+        assert_eq!(not_whole(&letter(b"Subject: x\n\nbody\n")), None);
+    }
 }

@@ -1,6 +1,8 @@
 //! `lkplake-kafka`: what the producer, the transformer and the server's pipeline probe each need
 //! from a broker beyond sending and receiving: whether it answers at all (and why not), the
-//! real end of every partition, and the range of offsets a topic holds.
+//! real end of every partition, and the range of offsets a topic holds; the names and
+//! dead-letter format every stage shares ([`letter`]); and which failed sends are worth
+//! making again ([`worth_resending`]).
 //!
 //! Every call here blocks in librdkafka, so each runs on a thread of its own with a deadline:
 //! a broker that never answers must cost a bounded wait, never a hung runtime or exit.
@@ -9,12 +11,16 @@
 
 pub mod ends;
 mod error;
+pub mod letter;
 mod reach;
+mod resend;
 mod watermarks;
 
 pub use ends::partition_ends_within;
 pub use error::BrokerError;
+pub use letter::{DLQ_TOPIC, REPORTS_TOPIC, TRANSFORM_DLQ_TOPIC};
 pub use reach::{REACH_TIMEOUT, reachable};
+pub use resend::{RESEND_FOR, worth_resending};
 pub use watermarks::{Watermarks, watermarks};
 
 /// Runs `work` on a named thread of its own and waits for it at most `limit`. Not

@@ -1,6 +1,6 @@
 //! How far the pipeline has got, read from Kafka and the lake: what producers have written to
-//! the reports and dead-letter topics, and how much of each reports partition the lake already
-//! covers. `lkplake serve --http --brokers …` exposes it as the `lkp_pipeline_*` families; it
+//! the reports and dead-letter topics, what the transformer dead-lettered, and how much of each
+//! reports partition the lake already covers. `lkplake serve --http --brokers …` exposes it as the `lkp_pipeline_*` families; it
 //! needs no cooperation from running ingest or transform processes.
 
 use crate::ServeError;
@@ -40,6 +40,11 @@ pub struct PipelineHealth {
     pub dlq_topic: String,
     /// Messages ever written to the dead-letter topic (absent when it does not exist yet).
     pub dead_letters: Option<i64>,
+    /// The transformer's dead-letter topic.
+    pub transform_dlq_topic: String,
+    /// Messages of the reports topic the transformer ever dead-lettered; 0 while its topic
+    /// does not exist, since the transformer creates it at its first letter.
+    pub transform_dead_letters: i64,
 }
 
 impl PipelineHealth {
@@ -58,6 +63,8 @@ pub struct PipelineTopics {
     pub topic: String,
     /// The dead-letter topic.
     pub dlq_topic: String,
+    /// The transformer's dead-letter topic.
+    pub transform_dlq_topic: String,
 }
 
 /// Reads the pipeline's health again and again with one Kafka client and the lake's tables.
@@ -100,11 +107,13 @@ impl PipelineProbe {
             brokers,
             topic,
             dlq_topic,
+            transform_dlq_topic,
         } = &self.topics;
-        let (reports, dlq) = tokio::task::block_in_place(|| {
+        let (reports, dlq, transform_dlq) = tokio::task::block_in_place(|| {
             Ok::<_, BrokerError>((
                 watermarks(&self.consumer, brokers, topic)?,
                 watermarks(&self.consumer, brokers, dlq_topic)?,
+                watermarks(&self.consumer, brokers, transform_dlq_topic)?,
             ))
         })?;
         self.lake.refresh().await?;
@@ -123,6 +132,8 @@ impl PipelineProbe {
             partitions,
             dlq_topic: dlq_topic.clone(),
             dead_letters: (!dlq.is_empty()).then(|| dlq.iter().map(|w| w.high).sum()),
+            transform_dlq_topic: transform_dlq_topic.clone(),
+            transform_dead_letters: transform_dlq.iter().map(|w| w.high).sum(),
         })
     }
 
@@ -159,6 +170,16 @@ fn families(health: &PipelineHealth) -> Vec<Family> {
     if let Some(dead) = health.dead_letters {
         produced = produced.with(vec![("topic", health.dlq_topic.clone())], dead as f64);
     }
+    // Always present, 0 before the first letter, so an alert on its increase needs no
+    // `absent()` twin.
+    let transform_dead = Family::counter(
+        "lkp_transform_dead_letters",
+        "Messages of the reports topic the transformer could not read, written to its dead-letter topic.",
+    )
+    .with(
+        vec![("topic", health.transform_dlq_topic.clone())],
+        health.transform_dead_letters as f64,
+    );
     let mut next = Family::gauge(
         "lkp_transform_next_offset",
         "First offset of each reports partition not yet in the lake.",
@@ -175,5 +196,50 @@ fn families(health: &PipelineHealth) -> Vec<Family> {
         next = next.with(labels.clone(), p.next_in_lake as f64);
         lag = lag.with(labels, p.lag() as f64);
     }
-    vec![up(1.0), produced, next, lag]
+    vec![up(1.0), produced, transform_dead, next, lag]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exporter::Format;
+    use crate::exporter::exposition::render;
+
+    fn health(transform_dead_letters: i64) -> PipelineHealth {
+        PipelineHealth {
+            topic: "lkp.reports".to_owned(),
+            partitions: vec![PartitionHealth {
+                partition: 0,
+                high_watermark: 5,
+                next_in_lake: 5,
+            }],
+            dlq_topic: "lkp.reports.dlq".to_owned(),
+            dead_letters: Some(1),
+            transform_dlq_topic: "lkp.reports.transform.dlq".to_owned(),
+            transform_dead_letters,
+        }
+    }
+
+    #[test]
+    fn the_transformers_dead_letters_are_a_series_of_their_own_and_zero_before_the_first() {
+        let text = render(&families(&health(2)), Format::Prometheus);
+        assert!(
+            text.contains(
+                "lkp_transform_dead_letters_total{topic=\"lkp.reports.transform.dlq\"} 2\n"
+            ),
+            "{text}"
+        );
+        // Ingest's letters stay where they were: a producer's count on the ingest family.
+        assert!(
+            text.contains("lkp_ingest_messages_total{topic=\"lkp.reports.dlq\"} 1\n"),
+            "{text}"
+        );
+        let text = render(&families(&health(0)), Format::Prometheus);
+        assert!(
+            text.contains(
+                "lkp_transform_dead_letters_total{topic=\"lkp.reports.transform.dlq\"} 0\n"
+            ),
+            "{text}"
+        );
+    }
 }

@@ -437,7 +437,8 @@ fn a_dead_letter_a_fixed_parser_reads_is_replayed_once_and_the_rest_stay() {
 
     // Two letters as an older parser left them: seed 002, which this parser reads, and the
     // same report cut inside its table, after the header and before the first row, which no
-    // parser can.
+    // parser can. And a third as ingest leaves a message over 64 MiB: marked truncated, its
+    // head (seed 002 again, which would parse) must not pass for the whole mail.
     let seed = std::fs::read("examples/reports/002_5fa9b7d75deb5046.txt")
         .unwrap_or_else(|e| panic!("{e}"));
     let cut: Vec<u8> = String::from_utf8_lossy(&seed)
@@ -453,7 +454,11 @@ fn a_dead_letter_a_fixed_parser_reads_is_replayed_once_and_the_rest_stay() {
         .set("bootstrap.servers", broker())
         .create()
         .unwrap_or_else(|e| panic!("{e}"));
-    for (path, raw) in [("old/002.txt", &seed), ("old/cut.txt", &cut)] {
+    for (path, raw, truncated) in [
+        ("old/002.txt", &seed, None),
+        ("old/cut.txt", &cut, None),
+        ("old/huge.txt", &seed, Some("67108864")),
+    ] {
         let headers = OwnedHeaders::new()
             .insert(Header {
                 key: "lkplake-error",
@@ -467,6 +472,13 @@ fn a_dead_letter_a_fixed_parser_reads_is_replayed_once_and_the_rest_stay() {
                 key: "lkplake-index",
                 value: Some("0"),
             });
+        let headers = match truncated {
+            Some(limit) => headers.insert(Header {
+                key: "lkplake-truncated",
+                value: Some(limit),
+            }),
+            None => headers,
+        };
         producer
             .send(
                 BaseRecord::to(&p.dlq)
@@ -482,17 +494,22 @@ fn a_dead_letter_a_fixed_parser_reads_is_replayed_once_and_the_rest_stay() {
 
     let out = p.run(&["dlq", "replay"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "a letter still fails: {stderr}");
+    assert_eq!(out.status.code(), Some(1), "letters still fail: {stderr}");
     assert!(
-        stderr.contains("2 letters: 1 replayed now (1 reports and 0 mentions produced to"),
+        stderr.contains("3 letters: 1 replayed now (1 reports and 0 mentions produced to"),
         "{stderr}"
     );
-    assert!(stderr.contains("1 still failing"), "{stderr}");
+    assert!(stderr.contains("2 still failing"), "{stderr}");
+    let refused = format!(
+        "lkplake dlq replay: 0:2 (old/huge.txt#0) still fails: it holds only the first {} bytes of a message larger than 67108864 bytes, the most one message may be, which ingest did not read further",
+        seed.len()
+    );
+    assert!(stderr.contains(&refused), "{stderr}");
     // Again: the replayed letter is not sent twice.
     let out = p.run(&["dlq", "replay"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("2 letters: 0 replayed now (0 reports and 0 mentions produced to"),
+        stderr.contains("3 letters: 0 replayed now (0 reports and 0 mentions produced to"),
         "{stderr}"
     );
     assert!(stderr.contains("1 replayed before"), "{stderr}");
@@ -604,5 +621,155 @@ fn run_follow_on_the_embedded_cluster_keeps_the_lake_current_until_sigterm() {
     assert!(
         lines.iter().any(|l| l.starts_with("lkplake transform: ")),
         "{lines:#?}"
+    );
+}
+
+/// Seeds 000 (phoronix-test-suite), 002 (vm-scalability) and 004 (lmbench3), read by hand:
+/// one report each.
+const THREE_SEEDS: [&str; 3] = [
+    "examples/reports/000_304c359333adb001.txt",
+    "examples/reports/002_5fa9b7d75deb5046.txt",
+    "examples/reports/004_185fc374d8b9a81a.txt",
+];
+
+/// A lore-style repository (`git_dir`, bare) whose commits each add one of `mails` as `m`, in
+/// order, stored as loose objects so that one blob can be taken away as a partial clone lacks
+/// it. Returns each commit and its blob.
+fn loose_archive(git_dir: &Path, mails: &[&str]) -> Vec<(String, String)> {
+    let run = |args: &[&str], input: &[u8]| -> String {
+        let mut cmd = Command::new("git");
+        cmd.arg("--git-dir").arg(git_dir).args(args).envs([
+            ("GIT_AUTHOR_NAME", "a"),
+            ("GIT_AUTHOR_EMAIL", "a@b"),
+            ("GIT_COMMITTER_NAME", "a"),
+            ("GIT_COMMITTER_EMAIL", "a@b"),
+        ]);
+        let out = crate::common::run_with_stdin(cmd, input);
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    run(
+        &["init", "--quiet", "--bare", "--initial-branch=master"],
+        b"",
+    );
+    let mut parent: Option<String> = None;
+    let mut made = Vec::new();
+    for mail in mails {
+        let bytes = std::fs::read(crate::common::root().join(mail))
+            .unwrap_or_else(|e| panic!("{mail}: {e}"));
+        let blob = run(&["hash-object", "-w", "--stdin"], &bytes);
+        let tree = run(&["mktree"], format!("100644 blob {blob}\tm\n").as_bytes());
+        let mut args = vec!["commit-tree", tree.as_str(), "-m", "x"];
+        if let Some(p) = &parent {
+            args.extend(["-p", p.as_str()]);
+        }
+        let commit = run(&args, b"");
+        made.push((commit.clone(), blob));
+        parent = Some(commit);
+    }
+    if let Some(head) = &parent {
+        run(&["update-ref", "refs/heads/master", head], b"");
+    }
+    made
+}
+
+/// Where git keeps a loose object.
+fn loose_object(git_dir: &Path, id: &str) -> std::path::PathBuf {
+    git_dir.join("objects").join(&id[..2]).join(&id[2..])
+}
+
+/// The testcase of each report `lkplake parse` printed, in order.
+fn parsed_testcases(out: &std::process::Output) -> Vec<String> {
+    json_lines(out)
+        .iter()
+        .filter(|r| r.get("report_key").is_some())
+        .map(|r| {
+            r["tests"][0]["testcase"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn parse_reads_an_archive_past_a_message_its_clone_lacks_counts_it_names_it_and_exits_1() {
+    let dir = temp_dir("missing-blob");
+    let archive = dir.join("list.vger.kernel.org.0");
+    let made = loose_archive(&archive, &THREE_SEEDS);
+    let lost = loose_object(&archive, &made[1].1);
+    let kept = std::fs::read(&lost).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_file(&lost).unwrap_or_else(|e| panic!("{e}"));
+    let archive_arg = archive.to_string_lossy().into_owned();
+
+    let out = lkplake(&["parse", &archive_arg], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(parsed_testcases(&out), ["phoronix-test-suite", "lmbench3"]);
+    assert!(
+        stderr.contains("lkplake parse: 2 messages: 2 reports (0 quoted copies)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(", 1 messages missing from their archive's repository"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("the first in commit {}", made[1].0)),
+        "the warning names the commit: {stderr}"
+    );
+
+    // The blob back (what a fetch of it does), every message is read and the exit is clean.
+    std::fs::write(&lost, kept).unwrap_or_else(|e| panic!("{e}"));
+    let out = lkplake(&["parse", &archive_arg], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        parsed_testcases(&out),
+        ["phoronix-test-suite", "vm-scalability", "lmbench3"]
+    );
+    assert!(!stderr.contains("messages missing"), "{stderr}");
+}
+
+#[test]
+fn a_follower_stops_at_a_message_its_clone_lacks_and_delivers_it_once_the_blob_is_back() {
+    let dir = temp_dir("follow-missing-blob");
+    let archive = dir.join("list.vger.kernel.org.0");
+    let made = loose_archive(&archive, &THREE_SEEDS);
+    let lost = loose_object(&archive, &made[1].1);
+    let kept = std::fs::read(&lost).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_file(&lost).unwrap_or_else(|e| panic!("{e}"));
+    let archive_arg = archive.to_string_lossy().into_owned();
+    let p = Pipeline::new("follow-missing-blob");
+
+    let mut follower = Follower::start(&p, &[&archive_arg], &[]);
+    // The first message is delivered; the epoch stops at the second, the third waits.
+    let first = follower.wait_for("1 inputs, 1 messages: 1 reports");
+    assert!(
+        first.contains(", 1 messages missing from their archive's repository"),
+        "{first}"
+    );
+    follower.wait_for(&format!("lacks the message of commit {}", made[1].0));
+    // Its checkpoint stayed before the missing message: the next poll tries it again.
+    follower.wait_for("1 inputs, 0 messages: 0 reports");
+    std::fs::write(&lost, kept).unwrap_or_else(|e| panic!("{e}"));
+    follower.wait_for("1 inputs, 2 messages: 2 reports");
+    // Once read, nothing is left unread: the run's end is the normal end of a follower.
+    let (status, lines) = follower.sigterm();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "every message was read in the end: {lines:#?}"
+    );
+
+    p.transform_until_idle();
+    let rows = p.query("SELECT DISTINCT testcase FROM reports ORDER BY testcase");
+    assert_eq!(
+        crate::common::column_strings(&rows, 0),
+        ["lmbench3", "phoronix-test-suite", "vm-scalability"]
     );
 }

@@ -189,6 +189,8 @@ impl S3 {
 pub struct Pipeline {
     pub topic: String,
     pub dlq: String,
+    /// The transformer's dead-letter topic.
+    pub transform_dlq: String,
     pub group: String,
     /// Checkpoints of `--follow` and `dlq replay`.
     pub sources: String,
@@ -208,6 +210,7 @@ impl Pipeline {
         Self {
             topic: unique(&format!("{name}-reports")),
             dlq: unique(&format!("{name}-dlq")),
+            transform_dlq: unique(&format!("{name}-transform-dlq")),
             group: unique(&format!("{name}-group")),
             sources: unique(&format!("{name}-sources")),
             lake_url: lake.to_string_lossy().into_owned(),
@@ -236,6 +239,7 @@ impl Pipeline {
         cmd.env("LKPLAKE_BROKERS", &self.brokers)
             .env("LKPLAKE_TOPIC", &self.topic)
             .env("LKPLAKE_DLQ_TOPIC", &self.dlq)
+            .env("LKPLAKE_TRANSFORM_DLQ_TOPIC", &self.transform_dlq)
             .env("LKPLAKE_GROUP", &self.group)
             .env("LKPLAKE_SOURCES_TOPIC", &self.sources)
             .env("LKPLAKE_LAKE", &self.lake_url)

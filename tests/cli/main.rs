@@ -7,6 +7,7 @@ mod common;
 mod dashboards;
 mod faults;
 mod lifecycle;
+mod limits;
 mod objectstore;
 mod parse;
 mod pipeline;

@@ -721,6 +721,219 @@ fn garbage_cut_and_binary_inputs_go_to_the_dead_letter_topic_and_a_truncated_rep
     );
 }
 
+/// Produces `payloads` to partition 0 of the pipeline's reports topic, in this order, as a
+/// producer other than this `lkplake ingest` would (a newer lkplake, a misconfigured tool).
+fn produce_to_partition_0(p: &Pipeline, payloads: &[&[u8]]) {
+    use rdkafka::config::ClientConfig;
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &p.brokers)
+        .create()
+        .unwrap_or_else(|e| panic!("{e}"));
+    for &payload in payloads {
+        producer
+            .send(
+                BaseRecord::to(&p.topic)
+                    .partition(0)
+                    .key("by hand")
+                    .payload(payload),
+            )
+            .unwrap_or_else(|(e, _)| panic!("{e}"));
+    }
+    producer
+        .flush(std::time::Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// The first report `lkplake parse` reads from a seed, as JSON.
+fn parsed_seed(seed: &str) -> serde_json::Value {
+    let out = lkplake(&["parse", &format!("{SEEDS}/{seed}")], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_lines(&out)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("{seed} parses to no report"))
+}
+
+#[test]
+fn messages_the_transformer_cannot_read_are_dead_lettered_counted_listed_and_exit_1() {
+    let p = Pipeline::new("unreadable");
+    // Ingesting nothing creates the topics.
+    let nothing = temp_dir("unreadable-nothing");
+    assert!(p.ingest(&[&nothing.to_string_lossy()]).status.success());
+    let valid = parsed_seed("003_9c167c0450c9a958.txt").to_string();
+    let mut newer = parsed_seed("002_5fa9b7d75deb5046.txt");
+    newer["schema_version"] = 1000.into();
+    let newer = newer.to_string();
+    // Offsets 0, 1 and 2 of partition 0.
+    let payloads: [&[u8]; 3] = [valid.as_bytes(), br#"{"x":1}"#, newer.as_bytes()];
+    produce_to_partition_0(&p, &payloads);
+
+    let out = p.run(&["transform", "--until-idle", "--flush-ms", "500"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "dead letters are input the lake does not have: {stderr}"
+    );
+    assert_eq!(transform_summary(&stderr), (3, 1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(", 2 dead-lettered to {},", p.transform_dlq)),
+        "{stderr}"
+    );
+    // Seed 003 alone ("commit: c0af5203b9dbf4cd8b424298b1cb809f4535802a" in its opening): the
+    // newer seed 002 is not read as if it were of today's format.
+    assert_eq!(
+        column_strings(&p.query("SELECT DISTINCT commit FROM reports"), 0),
+        vec!["c0af5203b9dbf4cd8b424298b1cb809f4535802a".to_owned()]
+    );
+
+    let out = p.run(&["dlq", "list"]);
+    assert!(out.status.success());
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains(&format!("0 in {}, 2 in {}", p.dlq, p.transform_dlq)),
+        "{listing}"
+    );
+    let letters: Vec<&str> = listing
+        .lines()
+        .filter(|l| l.starts_with(p.transform_dlq.as_str()))
+        .collect();
+    assert_eq!(letters.len(), 2, "{listing}");
+    let bytes = [7.to_string(), newer.len().to_string()];
+    let newer_reason = format!(
+        "schema_version 1000 is newer than this lkplake reads (up to {})",
+        lkplake_schemas::SCHEMA_VERSION
+    );
+    let reasons = [
+        "not a report or mention JSON: missing field `schema_version`",
+        newer_reason.as_str(),
+    ];
+    for (i, letter) in letters.iter().enumerate() {
+        // Topic, then where the letter is in it (one partition, in the order read), its size.
+        let columns: Vec<&str> = letter.split_whitespace().take(4).collect();
+        let at = i.to_string();
+        assert_eq!(
+            columns,
+            [
+                p.transform_dlq.as_str(),
+                "0",
+                at.as_str(),
+                bytes[i].as_str()
+            ],
+            "{letter}"
+        );
+        // The message it stands for: offset 1, then 2, of the reports topic's partition 0.
+        assert!(
+            letter.contains(&format!("{} partition 0 offset {}", p.topic, i + 1)),
+            "{letter}"
+        );
+        assert!(letter.contains(reasons[i]), "{letter}");
+    }
+
+    // The lake recorded those offsets once the letters were stored: a second run reads
+    // nothing, dead-letters nothing, and succeeds.
+    let out = p.transform_until_idle();
+    assert_eq!(
+        transform_summary(&String::from_utf8_lossy(&out.stderr)),
+        (0, 0)
+    );
+
+    // `dlq show` takes the letter as listed, topic first: the newer report's bytes.
+    let out = p.run(&["dlq", "show", &format!("{}:0:1", p.transform_dlq)]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, newer.as_bytes());
+    // A bare offset is one of ingest's letters, as before; its topic holds none.
+    let out = p.run(&["dlq", "show", "1"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "no such letter is a usage error"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("{} holds no letter 0:1", p.dlq)),
+        "the error names the topic"
+    );
+
+    // A letter an older transformer left of a message this version reads (seed 004, whose
+    // schema_version was too new for it) goes back to the reports topic, once; the other two
+    // still fail and stay.
+    let older = parsed_seed("004_185fc374d8b9a81a.txt").to_string();
+    produce_transform_letter(&p, 7, older.as_bytes());
+    let out = p.run(&["dlq", "replay"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "two letters still fail: {stderr}"
+    );
+    assert!(
+        stderr.contains("3 transformer letters: 1 replayed now"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{}:0:1 ({} partition 0 offset 2) still fails: {newer_reason}",
+            p.transform_dlq, p.topic
+        )),
+        "{stderr}"
+    );
+    let out = p.run(&["dlq", "replay"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("3 transformer letters: 0 replayed now"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(", 1 replayed before, 2 still failing"),
+        "{stderr}"
+    );
+    let out = p.transform_until_idle();
+    assert_eq!(
+        transform_summary(&String::from_utf8_lossy(&out.stderr)),
+        (1, 1),
+        "the replayed report, read once"
+    );
+    assert_eq!(
+        scalar_i64(&p.query("SELECT count(DISTINCT report_key) FROM reports")),
+        2,
+        "seeds 003 and 004"
+    );
+}
+
+/// Produces `payload` to the pipeline's transformer dead-letter topic as the transformer
+/// stores a letter, standing for `offset` of the reports topic's partition 0.
+fn produce_transform_letter(p: &Pipeline, offset: i64, payload: &[u8]) {
+    use lkplake_kafka::letter::Consumed;
+    use rdkafka::config::ClientConfig;
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let producer: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", &p.brokers)
+        .create()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let consumed = Consumed {
+        topic: p.topic.clone(),
+        partition: 0,
+        offset,
+    };
+    producer
+        .send(
+            BaseRecord::to(&p.transform_dlq)
+                .key("by hand")
+                .payload(payload)
+                .headers(consumed.headers("an older transformer's reason")),
+        )
+        .unwrap_or_else(|(e, _)| panic!("{e}"));
+    producer
+        .flush(std::time::Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
 #[test]
 fn run_works_on_a_fresh_checkout_with_no_broker() {
     let lake = temp_dir("run-lake");

@@ -8,11 +8,14 @@
 //! Exactly once without Kafka transactions: every lake commit records, per topic partition,
 //! the last offset it covers (Delta `txn`); a message at or below that offset is already in
 //! the lake and is skipped. Kafka's committed offsets only shorten the replay after a restart.
+//! A message that cannot be read is recorded the same way, once the dead-letter topic holds it
+//! ([`crate::letters`]): a flush posts the buffer's letters before it commits their offsets.
 
 use crate::TransformError;
+use crate::letters::{self, Letter, Postbox};
 use crate::normalize::{Normalizer, Tables};
 use crate::tracker::{Check, Limits, Tracker, Verdict};
-use lkplake_lake::{Lake, Progress, Table, Transaction, app_id};
+use lkplake_lake::{Batches, Lake, Progress, Table, Transaction, app_id};
 use lkplake_schemas::metric::DirectionTable;
 use lkplake_schemas::{Message, Report};
 use rdkafka::Offset;
@@ -34,9 +37,15 @@ pub struct TransformSummary {
     pub duplicates: u64,
     /// Quoted copies in the lake replaced by their original.
     pub replaced_quoted: u64,
-    /// Messages that were neither a valid report nor a valid mention JSON (kept in Kafka,
-    /// logged).
-    pub undecodable: u64,
+    /// Messages that were neither a report nor a mention this version reads (not that JSON,
+    /// or a newer `schema_version`), stored in the dead-letter topic before their offsets were
+    /// recorded.
+    pub dead_lettered: u64,
+    /// Report messages whose offsets this run recorded in the lake: reports written,
+    /// duplicates and quoted copies alike, each offset once however often it was read.
+    pub report_messages: u64,
+    /// Mention messages whose offsets this run recorded in the lake, duplicates included.
+    pub mention_messages: u64,
     /// Times the consumer was rewound over a gap in a partition's offsets.
     pub rewinds: u64,
     /// `metrics` rows written.
@@ -52,13 +61,25 @@ pub struct TransformSummary {
 /// rewrote files meanwhile. More means something else is wrong, and the error is returned.
 const MAX_COMMIT_CONFLICTS: u32 = 10;
 
+/// What a consumed message was, kept when its content is dropped as a duplicate: the counts
+/// compare what was consumed with what was produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    Report,
+    Mention,
+    Unreadable,
+}
+
 /// A consumed message waiting for the next lake commit.
 #[derive(Debug)]
 struct Pending {
     partition: i32,
     offset: i64,
+    read: Read,
     message: Option<Message>,
     tables: Tables,
+    /// For a message that cannot be read: its letter, until the dead-letter topic holds it.
+    letter: Option<Letter>,
 }
 
 impl Pending {
@@ -108,6 +129,8 @@ pub struct Ledger {
     /// Keys in the lake to delete before the next commit (quoted copies being replaced).
     replace: HashSet<String>,
     buffered_rows: usize,
+    /// Bytes of the buffer's letters not posted yet.
+    buffered_letter_bytes: usize,
     oldest: Option<Instant>,
     summary: TransformSummary,
 }
@@ -120,6 +143,36 @@ fn rows_of(message: &Message) -> usize {
             .map(|t| t.rows.len() * t.commits.len())
             .sum(),
         Message::Mention(_) => 0,
+    }
+}
+
+/// Decodes one message of `topic`; one that cannot be read becomes a letter for the
+/// dead-letter topic. Its reason is logged here, where and why, so that it is never lost in
+/// silence even where the dead-letter topic does not outlive the run (`run`'s embedded cluster).
+fn read_message(
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    payload: Option<&[u8]>,
+) -> (Option<Message>, Read, Option<Letter>) {
+    match letters::decode(payload) {
+        Ok(message) => {
+            let read = match &message {
+                Message::Report(_) => Read::Report,
+                Message::Mention(_) => Read::Mention,
+            };
+            (Some(message), read, None)
+        }
+        Err(unreadable) => {
+            tracing::warn!(%topic, partition, offset, reason = %unreadable, "cannot read this message: dead-lettering it");
+            let letter = Letter {
+                partition,
+                offset,
+                raw: payload.map(<[u8]>::to_vec).unwrap_or_default(),
+                reason: unreadable.to_string(),
+            };
+            (None, Read::Unreadable, Some(letter))
+        }
     }
 }
 
@@ -156,6 +209,7 @@ impl Ledger {
             buffered_to: HashMap::new(),
             replace: HashSet::new(),
             buffered_rows: 0,
+            buffered_letter_bytes: 0,
             oldest: None,
             summary: TransformSummary::default(),
         })
@@ -174,6 +228,13 @@ impl Ledger {
     /// `metrics` rows waiting for the next commit.
     pub fn buffered_rows(&self) -> usize {
         self.buffered_rows
+    }
+
+    /// Bytes of the letters waiting for the next flush (each up to a whole message of the
+    /// reports topic): the consumer flushes past a bound, as for rows, so letters do not pile
+    /// up in memory behind a flush interval.
+    pub fn buffered_letter_bytes(&self) -> usize {
+        self.buffered_letter_bytes
     }
 
     /// When the oldest message waiting for the next commit was buffered.
@@ -243,18 +304,7 @@ impl Ledger {
         }
         let mut tables = Tables::ALL;
         tables.remove_covered(progress, offset);
-        let message = match payload.map(Message::decode) {
-            Some(Ok(message)) => Some(message),
-            other => {
-                let reason = match other {
-                    Some(Err(e)) => e.to_string(),
-                    _ => "empty message".to_owned(),
-                };
-                tracing::error!(partition, offset, %reason, "not a report or mention JSON; left in Kafka, skipped");
-                self.summary.undecodable += 1;
-                None
-            }
-        };
+        let (message, read, letter) = read_message(&self.topic, partition, offset, payload);
         let message = match message {
             Some(Message::Report(r)) => self
                 .deduplicate(*r, tables)
@@ -269,8 +319,25 @@ impl Ledger {
             }
             None => None,
         };
-        if let Some(m) = &message {
-            if tables.contains(Table::Metrics) {
+        // Every message is buffered, report or not, so its offset is recorded in the lake.
+        self.buffer_message(
+            Pending {
+                partition,
+                offset,
+                read,
+                message,
+                tables,
+                letter,
+            },
+            now,
+        );
+        Ok(None)
+    }
+
+    /// Adds a taken message to the buffer and to what is derived from it.
+    fn buffer_message(&mut self, pending: Pending, now: Instant) {
+        if let Some(m) = &pending.message {
+            if pending.tables.contains(Table::Metrics) {
                 self.buffered_rows += rows_of(m);
             }
             if let Message::Report(r) = m {
@@ -278,17 +345,13 @@ impl Ledger {
                     .insert(r.report_key.clone(), self.buffer.len());
             }
         }
-        // Every message is buffered, report or not, so its offset is recorded in the lake.
-        // Offsets only grow past `buffered_to` here (smaller ones were skipped above).
-        self.buffered_to.insert(partition, offset);
-        self.buffer.push(Pending {
-            partition,
-            offset,
-            message,
-            tables,
-        });
+        if let Some(letter) = &pending.letter {
+            self.buffered_letter_bytes += letter.raw.len();
+        }
+        // Offsets only grow past `buffered_to` here (smaller ones were skipped by `accept`).
+        self.buffered_to.insert(pending.partition, pending.offset);
+        self.buffer.push(pending);
         self.oldest.get_or_insert(now);
-        Ok(None)
     }
 
     /// Keeps a report unless the lake or the buffer already has it; an original replaces a
@@ -437,50 +500,104 @@ impl Ledger {
             .filter_map(|p| p.message.as_ref())
             .map(rows_of)
             .sum();
+        self.buffered_letter_bytes = self
+            .buffer
+            .iter()
+            .filter_map(|p| p.letter.as_ref())
+            .map(|l| l.raw.len())
+            .sum();
         self.replace.retain(|k| self.buffered_keys.contains_key(k));
     }
 
-    /// Commits the buffer to the lake. Returns, per partition, the next offset to consume,
-    /// for the consumer to commit to Kafka (empty when there was nothing to commit).
-    pub async fn flush(&mut self) -> Result<BTreeMap<i32, i64>, TransformError> {
+    /// Posts the letters of the buffer not posted yet and waits for the broker to hold them.
+    /// Called before every commit of the buffer's offsets, so no offset is recorded whose
+    /// letter could still be lost; a letter posted before a commit that is then retried is
+    /// not posted again.
+    async fn post_letters(&mut self, postbox: &mut impl Postbox) -> Result<(), TransformError> {
+        // Taken out of the buffer, not copied (a letter may be a 16 MiB message), and put back
+        // where each was when the post fails, so the next flush posts them again. A flush
+        // dropped mid-post (the process ending) loses them only from memory: their offsets
+        // are not recorded, so a rerun reads those messages and posts them again.
+        let (at, letters): (Vec<usize>, Vec<Letter>) = self
+            .buffer
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, p)| p.letter.take().map(|l| (i, l)))
+            .unzip();
+        if letters.is_empty() {
+            return Ok(());
+        }
+        let posted = postbox.post(&letters).await;
+        if let Err(e) = posted {
+            for (i, letter) in at.into_iter().zip(letters) {
+                if let Some(p) = self.buffer.get_mut(i) {
+                    p.letter = Some(letter);
+                }
+            }
+            return Err(e.into());
+        }
+        self.summary.dead_lettered += letters.len() as u64;
+        self.buffered_letter_bytes = 0;
+        Ok(())
+    }
+
+    /// Re-reads the lake's progress for the buffer's partitions and drops what another writer
+    /// committed meanwhile; what is left is marked with the tables still behind. Returns
+    /// whether anything is left to commit.
+    async fn drop_committed_elsewhere(&mut self) -> Result<bool, TransformError> {
+        // Someone else may have committed these partitions since we read their progress
+        // (a rebalance we have not seen yet): re-read and drop what the lake already has.
+        self.lake.refresh().await?;
+        let partitions: Vec<i32> = self
+            .buffer
+            .iter()
+            .map(|p| p.partition)
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let fresh = self.lake.progress(&self.topic, &partitions).await?;
+        let dropped = self.retain_buffer(|p| {
+            p.offset
+                >= fresh
+                    .get(&p.partition)
+                    .copied()
+                    .unwrap_or_default()
+                    .resume_at()
+        });
+        if dropped > 0 {
+            tracing::warn!(dropped, "another transformer committed these offsets first");
+        }
+        // What is left may already be in some of the tables (the other writer's commit
+        // of `metrics` landed, its `reports` not yet): write only the tables behind.
+        for p in &mut self.buffer {
+            let progress = fresh.get(&p.partition).copied().unwrap_or_default();
+            p.tables.remove_covered(progress, p.offset);
+        }
+        if self.buffer.is_empty() {
+            self.rebuild_buffer_index();
+            self.oldest = None;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Commits the buffer to the lake, after posting its letters to `postbox`. Returns, per
+    /// partition, the next offset to consume, for the consumer to commit to Kafka (empty when
+    /// there was nothing to commit).
+    pub async fn flush(
+        &mut self,
+        postbox: &mut impl Postbox,
+    ) -> Result<BTreeMap<i32, i64>, TransformError> {
         if self.buffer.is_empty() {
             return Ok(BTreeMap::new());
         }
         let mut conflicts = 0;
         let (last, pending, metric_rows) = loop {
-            // Someone else may have committed these partitions since we read their progress
-            // (a rebalance we have not seen yet): re-read and drop what the lake already has.
-            self.lake.refresh().await?;
-            let partitions: Vec<i32> = self
-                .buffer
-                .iter()
-                .map(|p| p.partition)
-                .collect::<HashSet<_>>()
-                .into_iter()
-                .collect();
-            let fresh = self.lake.progress(&self.topic, &partitions).await?;
-            let dropped = self.retain_buffer(|p| {
-                p.offset
-                    >= fresh
-                        .get(&p.partition)
-                        .copied()
-                        .unwrap_or_default()
-                        .resume_at()
-            });
-            if dropped > 0 {
-                tracing::warn!(dropped, "another transformer committed these offsets first");
-            }
-            // What is left may already be in some of the tables (the other writer's commit
-            // of `metrics` landed, its `reports` not yet): write only the tables behind.
-            for p in &mut self.buffer {
-                let progress = fresh.get(&p.partition).copied().unwrap_or_default();
-                p.tables.remove_covered(progress, p.offset);
-            }
-            if self.buffer.is_empty() {
-                self.rebuild_buffer_index();
-                self.oldest = None;
+            if !self.drop_committed_elsewhere().await? {
                 return Ok(BTreeMap::new());
             }
+            // The letters first: an error here leaves every offset of the buffer unrecorded.
+            self.post_letters(postbox).await?;
 
             let last = self.buffered_to.clone();
             let txns: Vec<Transaction> = last
@@ -490,24 +607,7 @@ impl Ledger {
                 })
                 .collect();
             let pending = std::mem::take(&mut self.buffer);
-            let directions = self.directions.clone();
-            // Normalizing is CPU work: off the async runtime.
-            let (batches, pending) = tokio::task::spawn_blocking(move || {
-                let mut normalizer = Normalizer::new(directions);
-                for p in &pending {
-                    match &p.message {
-                        Some(Message::Report(report)) => normalizer.push_into(report, p.tables),
-                        Some(Message::Mention(mention)) => {
-                            normalizer.push_mention(mention, p.tables);
-                        }
-                        None => {}
-                    }
-                }
-                (normalizer.finish(), pending)
-            })
-            .await
-            .map_err(|e| TransformError::Worker(e.to_string()))?;
-            let batches = batches.map_err(TransformError::Normalize)?;
+            let (batches, pending) = normalize(self.directions.clone(), pending).await?;
             let metric_rows = batches.metrics.num_rows() as u64;
 
             // Kept until the commit lands: a retried commit deletes them again.
@@ -540,11 +640,27 @@ impl Ledger {
                 Err(e) => return Err(e.into()),
             }
         };
-        self.buffered_to.clear();
+        Ok(self.committed(&last, pending, metric_rows))
+    }
 
+    /// Records a commit of `pending`, which covered the offsets up to `last` per partition
+    /// and wrote `metric_rows`: the counts, the keys the lake now holds, and each partition's
+    /// progress. Returns the next offset to consume per partition.
+    fn committed(
+        &mut self,
+        last: &HashMap<i32, i64>,
+        pending: Vec<Pending>,
+        metric_rows: u64,
+    ) -> BTreeMap<i32, i64> {
+        self.buffered_to.clear();
         self.summary.commits += 1;
         self.summary.metric_rows += metric_rows;
         for p in pending {
+            match p.read {
+                Read::Report => self.summary.report_messages += 1,
+                Read::Mention => self.summary.mention_messages += 1,
+                Read::Unreadable => {}
+            }
             match p.message {
                 Some(Message::Report(report)) => {
                     self.summary.reports += 1;
@@ -560,20 +676,45 @@ impl Ledger {
             }
         }
         let mut committed = BTreeMap::new();
-        for (&partition, &offset) in &last {
+        for (&partition, &offset) in last {
             self.progress.insert(partition, Progress::up_to(offset));
             committed.insert(partition, offset + 1);
         }
         self.buffered_keys.clear();
         self.buffered_rows = 0;
+        self.buffered_letter_bytes = 0;
         self.oldest = None;
         tracing::info!(
             metric_rows,
             partitions = last.len(),
             "committed to the lake"
         );
-        Ok(committed)
+        committed
     }
+}
+
+/// Normalizes the buffer into the tables' batches, off the async runtime (it is CPU work);
+/// gives the buffer back for the bookkeeping after the commit, or for a retry.
+async fn normalize(
+    directions: DirectionTable,
+    pending: Vec<Pending>,
+) -> Result<(Batches, Vec<Pending>), TransformError> {
+    let (batches, pending) = tokio::task::spawn_blocking(move || {
+        let mut normalizer = Normalizer::new(directions);
+        for p in &pending {
+            match &p.message {
+                Some(Message::Report(report)) => normalizer.push_into(report, p.tables),
+                Some(Message::Mention(mention)) => {
+                    normalizer.push_mention(mention, p.tables);
+                }
+                None => {}
+            }
+        }
+        (normalizer.finish(), pending)
+    })
+    .await
+    .map_err(|e| TransformError::Worker(e.to_string()))?;
+    Ok((batches.map_err(TransformError::Normalize)?, pending))
 }
 
 #[cfg(test)]
@@ -584,6 +725,7 @@ mod tests {
     //! broker: messages are handed in as the consumer would hand them.
 
     use super::*;
+    use crate::DeadLetterError;
     use deltalake::arrow::array::AsArray;
     use deltalake::arrow::datatypes::Int64Type;
     use deltalake::datafusion::prelude::SessionContext;
@@ -656,8 +798,38 @@ mod tests {
             .unwrap_or_else(|e| panic!("offset {offset}: {e}"))
     }
 
+    /// A postbox that keeps what it is given: a broker that acknowledges every letter.
+    #[derive(Debug, Default)]
+    struct Kept(Vec<Letter>);
+
+    impl Postbox for Kept {
+        async fn post(&mut self, letters: &[Letter]) -> Result<(), DeadLetterError> {
+            self.0.extend_from_slice(letters);
+            Ok(())
+        }
+    }
+
+    /// A postbox whose broker refuses every letter.
+    #[derive(Debug)]
+    struct Refused;
+
+    impl Postbox for Refused {
+        async fn post(&mut self, letters: &[Letter]) -> Result<(), DeadLetterError> {
+            Err(DeadLetterError::Delivery {
+                topic: "dlq".to_owned(),
+                consumed: format!("{} letters", letters.len()),
+                source: rdkafka::error::KafkaError::MessageProduction(
+                    rdkafka::error::RDKafkaErrorCode::BrokerNotAvailable,
+                ),
+            })
+        }
+    }
+
     async fn flush(ledger: &mut Ledger) -> BTreeMap<i32, i64> {
-        ledger.flush().await.unwrap_or_else(|e| panic!("{e}"))
+        ledger
+            .flush(&mut Kept::default())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Runs SQL over the lake's tables, read with delta-rs directly.
@@ -915,18 +1087,158 @@ mod tests {
             "the first rewind goes 64 back from the first missing offset, 70"
         );
         assert_eq!(flush(&mut ledger).await, BTreeMap::from([(0, 70)]));
-        assert_eq!(ledger.summary().undecodable, 70);
+        assert_eq!(ledger.summary().dead_lettered, 70);
+    }
+
+    /// Seed `index` as a producer of a far newer wire format would send it.
+    fn newer(index: usize) -> Vec<u8> {
+        let mut report = serde_json::to_value(&seeds()[index]).unwrap_or_else(|e| panic!("{e}"));
+        report["schema_version"] = 1000.into();
+        serde_json::to_vec(&report).unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[tokio::test(flavor = "multi_thread")]
-    async fn a_message_that_is_not_a_report_is_counted_and_its_offset_recorded() {
+    async fn messages_that_cannot_be_read_are_posted_before_their_offsets_are_recorded() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let seeds = seeds();
+        let mut ledger = ledger(dir.path()).await;
+        accept(&mut ledger, 0, 0, &json(&seeds[3])).await;
+        accept(&mut ledger, 0, 1, br#"{"x":1}"#).await;
+        accept(&mut ledger, 0, 2, &newer(2)).await;
+        assert_eq!(
+            ledger.summary().dead_lettered,
+            0,
+            "counted once the broker holds them"
+        );
+
+        let mut postbox = Kept::default();
+        let committed = ledger
+            .flush(&mut postbox)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(committed, BTreeMap::from([(0, 3)]));
+        let [first, second] = postbox.0.as_slice() else {
+            panic!("two letters: {:?}", postbox.0);
+        };
+        assert_eq!((first.partition, first.offset), (0, 1));
+        assert_eq!(first.raw, br#"{"x":1}"#);
+        assert!(
+            first
+                .reason
+                .starts_with("not a report or mention JSON: missing field `schema_version`"),
+            "{}",
+            first.reason
+        );
+        assert_eq!((second.partition, second.offset), (0, 2));
+        assert_eq!(second.raw, newer(2));
+        assert_eq!(
+            second.reason,
+            format!(
+                "schema_version 1000 is newer than this lkplake reads (up to {}): a newer lkplake produced it; upgrade the transformer",
+                lkplake_schemas::SCHEMA_VERSION
+            )
+        );
+        assert_eq!(ledger.summary().dead_lettered, 2);
+        assert_eq!(ledger.summary().reports, 1);
+        assert_eq!(progress(&ledger, 0).await.resume_at(), 3);
+        assert_eq!(
+            scalar(dir.path(), "SELECT count(DISTINCT report_key) FROM reports").await,
+            1,
+            "seed 003 alone: the newer seed 002 is not written"
+        );
+        // Posted once: a later flush has nothing to post.
+        accept(&mut ledger, 0, 3, &json(&seeds[4])).await;
+        let mut later = Kept::default();
+        ledger
+            .flush(&mut later)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(later.0, Vec::new());
+        assert_eq!(ledger.summary().dead_lettered, 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_letter_the_broker_refuses_leaves_its_offset_and_everything_with_it_unrecorded() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let mut ledger = ledger(dir.path()).await;
-        accept(&mut ledger, 0, 0, br#"{"schema_version": 1}"#).await;
-        assert_eq!(ledger.summary().undecodable, 1);
-        assert_eq!(flush(&mut ledger).await, BTreeMap::from([(0, 1)]));
-        assert_eq!(progress(&ledger, 0).await.resume_at(), 1);
+        accept(&mut ledger, 0, 0, &json(&seeds()[3])).await;
+        accept(&mut ledger, 0, 1, b"not a report").await;
+        assert_eq!(ledger.buffered_letter_bytes(), 12);
+        let refused = ledger.flush(&mut Refused).await;
+        assert!(
+            matches!(refused, Err(TransformError::DeadLetter(_))),
+            "{refused:?}"
+        );
+        assert_eq!(progress(&ledger, 0).await, Progress::default());
         assert_eq!(scalar(dir.path(), "SELECT count(*) FROM reports").await, 0);
+        assert_eq!(ledger.summary().dead_lettered, 0);
+        assert_eq!(
+            ledger.buffered_letter_bytes(),
+            12,
+            "the refused letter is back in the buffer"
+        );
+
+        // The broker back: the same buffer is posted and committed.
+        let mut postbox = Kept::default();
+        assert_eq!(
+            ledger
+                .flush(&mut postbox)
+                .await
+                .unwrap_or_else(|e| panic!("{e}")),
+            BTreeMap::from([(0, 2)])
+        );
+        let [letter] = postbox.0.as_slice() else {
+            panic!("one letter: {:?}", postbox.0);
+        };
+        assert_eq!(
+            (letter.offset, letter.raw.as_slice()),
+            (1, &b"not a report"[..])
+        );
+        assert_eq!(ledger.summary().dead_lettered, 1);
+        assert_eq!(ledger.buffered_letter_bytes(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn letter_bytes_wait_in_the_buffer_until_their_flush() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut ledger = ledger(dir.path()).await;
+        accept(&mut ledger, 0, 0, br#"{"x":1}"#).await;
+        accept(&mut ledger, 1, 0, b"not a report").await;
+        accept(&mut ledger, 1, 1, &json(&seeds()[3])).await;
+        assert_eq!(
+            ledger.buffered_letter_bytes(),
+            7 + 12,
+            "reports are rows, not letters"
+        );
+        // Partition 1 moves to another member: its letter is no longer this one's to post.
+        assign(&mut ledger, &[0]).await;
+        assert_eq!(ledger.buffered_letter_bytes(), 7);
+        flush(&mut ledger).await;
+        assert_eq!(ledger.buffered_letter_bytes(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn report_and_mention_messages_are_counted_apart_duplicates_included() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let report = json(&seeds()[1]);
+        let mention = wire(&corpus(506)[0]);
+        let mut ledger = ledger(dir.path()).await;
+        accept(&mut ledger, 0, 0, &report).await;
+        accept(&mut ledger, 0, 1, &report).await;
+        accept(&mut ledger, 0, 2, &mention).await;
+        accept(&mut ledger, 0, 3, br#"{"x":1}"#).await;
+        flush(&mut ledger).await;
+        // Delivered again from offset 0 (a rewind): nothing counts twice.
+        for (offset, payload) in [(0, &report), (1, &report), (2, &mention)] {
+            accept(&mut ledger, 0, offset, payload).await;
+        }
+        flush(&mut ledger).await;
+        let summary = ledger.summary();
+        assert_eq!((summary.report_messages, summary.mention_messages), (2, 1));
+        assert_eq!((summary.reports, summary.mentions), (1, 1));
+        assert_eq!(summary.duplicates, 1);
+        assert_eq!(summary.dead_lettered, 1);
+        assert_eq!(summary.already_in_lake, 3);
     }
 
     /// The parsed messages of the corpus mail at `index`.
@@ -958,7 +1270,7 @@ mod tests {
         let mut ledger = ledger(dir.path()).await;
         accept(&mut ledger, 0, 0, v1).await;
         flush(&mut ledger).await;
-        assert_eq!(ledger.summary().undecodable, 0);
+        assert_eq!(ledger.summary().dead_lettered, 0);
         assert_eq!(ledger.summary().reports, 1);
         assert_eq!(
             scalar(dir.path(), "SELECT count(*) FROM metrics").await,

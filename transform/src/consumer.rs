@@ -3,6 +3,7 @@
 
 use crate::TransformError;
 use crate::bookkeeping::{Ledger, Seek, TransformSummary};
+use crate::letters::KafkaPostbox;
 use crate::tracker::{Check, Limits};
 use lkplake_lake::{Lake, LakeUrl};
 use lkplake_schemas::metric::DirectionTable;
@@ -27,6 +28,11 @@ pub struct TransformConfig {
     pub brokers: String,
     /// The reports topic.
     pub topic: String,
+    /// Where messages of the reports topic that cannot be read go (`lkp.reports.transform.dlq`).
+    pub dlq_topic: String,
+    /// Create the dead-letter topic at the first letter when it is missing (off for
+    /// librdkafka's mock cluster, which has no CreateTopics).
+    pub create_dlq_topic: bool,
     /// The consumer group every transformer of one lake shares.
     pub group: String,
     /// The lake written.
@@ -52,12 +58,15 @@ pub struct TransformConfig {
 }
 
 impl TransformConfig {
-    /// The defaults: `lkp.reports`, group `lkplake-transform`, flush at 500,000 rows or 5 s,
-    /// fetches wait at most 10 ms at the broker.
+    /// The defaults: `lkp.reports`, letters to `lkp.reports.transform.dlq` (created when
+    /// missing), group `lkplake-transform`, flush at 500,000 rows or 5 s, fetches wait at most
+    /// 10 ms at the broker.
     pub fn new(brokers: impl Into<String>, lake: LakeUrl) -> Self {
         Self {
             brokers: brokers.into(),
-            topic: "lkp.reports".into(),
+            topic: lkplake_kafka::REPORTS_TOPIC.into(),
+            dlq_topic: lkplake_kafka::TRANSFORM_DLQ_TOPIC.into(),
+            create_dlq_topic: true,
             group: "lkplake-transform".into(),
             lake,
             directions: DirectionTable::default(),
@@ -69,6 +78,12 @@ impl TransformConfig {
         }
     }
 }
+
+/// Flush when the letters waiting in the buffer reach this many bytes. Rows bound a buffer of
+/// reports, but a topic of unreadable messages (a newer producer's, each up to 16 MiB) adds no
+/// rows: without this, a flush interval's worth of them would wait in memory. The postbox
+/// sends as much at a time, so one flush is one round of acknowledgements.
+const FLUSH_LETTER_BYTES: usize = 64 << 20;
 
 /// Notes rebalances so the main loop can reconcile its buffer with the new assignment.
 struct RebalanceContext {
@@ -140,10 +155,17 @@ pub async fn run(
             topic: config.topic.clone(),
             source,
         })?;
+    let postbox = KafkaPostbox::new(
+        &config.brokers,
+        &config.topic,
+        &config.dlq_topic,
+        config.create_dlq_topic,
+    );
     let mut member = Member {
         config,
         consumer,
         ledger,
+        postbox,
     };
     let outcome = member.run(&changed, shutdown).await;
     let Member {
@@ -165,6 +187,8 @@ struct Member {
     config: TransformConfig,
     consumer: StreamConsumer<RebalanceContext>,
     ledger: Ledger,
+    /// Where the ledger's letters go before their offsets are committed.
+    postbox: KafkaPostbox,
 }
 
 impl Member {
@@ -233,7 +257,9 @@ impl Member {
                             {
                                 self.seek(seek);
                             }
-                            if self.ledger.buffered_rows() >= self.config.flush_rows {
+                            if self.ledger.buffered_rows() >= self.config.flush_rows
+                                || self.ledger.buffered_letter_bytes() >= FLUSH_LETTER_BYTES
+                            {
                                 self.flush().await?;
                             }
                         }
@@ -248,9 +274,10 @@ impl Member {
         self.ledger.reconcile(assigned, Instant::now()).await
     }
 
-    /// Commits the ledger's buffer to the lake, then the offsets it covers to Kafka.
+    /// Posts the buffer's dead letters, commits the buffer to the lake, then the offsets it
+    /// covers to Kafka: each step only once the one before it is done.
     async fn flush(&mut self) -> Result<(), TransformError> {
-        let committed = self.ledger.flush().await?;
+        let committed = self.ledger.flush(&mut self.postbox).await?;
         if committed.is_empty() {
             return Ok(());
         }

@@ -33,4 +33,30 @@ pub enum TransformError {
     Normalize(#[source] arrow::error::ArrowError),
     #[error("the normalizing worker failed: {0}")]
     Worker(String),
+    #[error(transparent)]
+    DeadLetter(#[from] DeadLetterError),
+}
+
+/// Why a message the transformer cannot read was not stored in its dead-letter topic. Nothing
+/// at or after that message's offset was committed, so a rerun reads it and dead-letters it
+/// again; each variant's message is its documentation.
+#[allow(missing_docs)]
+#[derive(Debug, thiserror::Error)]
+pub enum DeadLetterError {
+    #[error(
+        "cannot create a Kafka producer for the dead-letter topic on {brokers}: {source}; check --brokers / LKPLAKE_BROKERS"
+    )]
+    Client { brokers: String, source: KafkaError },
+    #[error(
+        "cannot create the dead-letter topic {topic}: {source}; create it (one partition) or fix --transform-dlq-topic"
+    )]
+    CreateTopic { topic: String, source: KafkaError },
+    #[error(
+        "dead-lettering {consumed} to {topic} failed: {source}; its offset was not committed (rerunning reads it again); is the broker reachable?"
+    )]
+    Delivery {
+        topic: String,
+        consumed: String,
+        source: KafkaError,
+    },
 }

@@ -17,7 +17,7 @@ use lkplake_schemas::{
     Commit, Headline, Kind, Mention, Message, Report, SCHEMA_VERSION, Source, Test,
 };
 use prose::{Prose, parse_axes};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::LazyLock;
 use table::Tokens;
 
@@ -197,6 +197,20 @@ static TABLE_HEADER: LazyLock<regex::Regex> = LazyLock::new(|| {
 
 const CONTINUATION: &str = "more details following above table FYI>";
 
+/// How far after a table's last row its continuation may start.
+const CONTINUATION_WITHIN: usize = 2048;
+
+/// Where [`CONTINUATION`] starts after byte `from`, when it starts within
+/// [`CONTINUATION_WITHIN`] bytes. Only that window is searched: searching the rest of the text
+/// after every table made a mail of many tables quadratic.
+fn continuation_at(text: &str, from: usize) -> Option<usize> {
+    let rest = text.as_bytes().get(from..).unwrap_or_default();
+    let window = rest
+        .get(..CONTINUATION_WITHIN + CONTINUATION.len())
+        .unwrap_or(rest);
+    memchr::memmem::find(window, CONTINUATION.as_bytes()).filter(|&at| at < CONTINUATION_WITHIN)
+}
+
 fn is_dash_rule(tok: &str) -> bool {
     tok.len() >= 6 && tok.bytes().all(|b| b == b'-')
 }
@@ -262,21 +276,7 @@ fn parse_stream(
     }
     let (mut tests, orphans): (Vec<Detail>, Vec<Detail>) =
         details.into_iter().partition(|d| d.test.is_some());
-    // A table without a parameter header measures the same test again (perf-c2c data, one
-    // more commit): its rows join the test that compares the same commits.
-    for orphan in orphans {
-        let same = tests.iter_mut().find(|t| {
-            t.commits.len() == orphan.commits.len()
-                && t.commits
-                    .iter()
-                    .zip(&orphan.commits)
-                    .all(|(a, b)| prefix_match(&a.id, &b.id))
-        });
-        if let Some(test) = same {
-            extend_unique(&mut test.rows, orphan.rows, |r| r.metric.clone());
-            extend_unique(&mut test.failures, orphan.failures, |f| f.metric.clone());
-        }
-    }
+    adopt_orphans(&mut tests, orphans);
     let Some(main) = tests.first() else {
         return Ok(None);
     };
@@ -301,7 +301,13 @@ fn parse_stream(
     let (commit, column) =
         commit_of_report(&prose, doc, commit_lines, &main.commits).unwrap_or((last_commit, 1));
     let mut extra = prose.additional.iter();
-    let mut merged: Vec<Test> = Vec::with_capacity(tests.len());
+    let width = key_width(
+        tests
+            .iter()
+            .filter_map(|d| d.test.as_ref())
+            .flat_map(|t| t.commits.iter().map(String::as_str)),
+    );
+    let mut merged = MergedTests::new(width, tests.len());
     for (i, detail) in tests.into_iter().enumerate() {
         let Some(mut test) = detail.test else {
             continue;
@@ -321,12 +327,9 @@ fn parse_stream(
         }
         // The same test over the same commits printed twice (an excerpt in the body, the full
         // table attached) is one measurement.
-        match merged.iter_mut().find(|t| same_test(t, &test)) {
-            Some(existing) => merge_rows(existing, test),
-            None => merged.push(test),
-        }
+        merged.add(test);
     }
-    let tests = merged;
+    let tests = merged.tests;
     let headline = tests.first().and_then(|t| t.headline.clone());
     let quoted = depth > 0;
     let date = if quoted {
@@ -423,25 +426,221 @@ fn same_test(a: &Test, b: &Test) -> bool {
     a.testcase == b.testcase
         && a.tbox_group == b.tbox_group
         && a.params == b.params
-        && a.commits.len() == b.commits.len()
-        && a.commits
-            .iter()
-            .zip(&b.commits)
-            .all(|(x, y)| prefix_match(x, y))
+        && same_commits(
+            a.commits.iter().map(String::as_str),
+            b.commits.iter().map(String::as_str),
+        )
 }
 
-fn merge_rows(into: &mut Test, from: Test) {
-    extend_unique(&mut into.rows, from.rows, |r| r.metric.clone());
-    extend_unique(&mut into.failures, from.failures, |f| f.metric.clone());
+/// Whether two tables' columns hold the same commits, column by column (see [`prefix_match`]).
+fn same_commits<'a>(
+    a: impl ExactSizeIterator<Item = &'a str>,
+    b: impl ExactSizeIterator<Item = &'a str>,
+) -> bool {
+    a.len() == b.len() && a.zip(b).all(|(x, y)| prefix_match(x, y))
+}
+
+/// The most of each commit id a key may hold: the length of the shortest id. Two ids that
+/// [`prefix_match`] agree, ignoring ASCII case, on as many bytes as the shorter one has, so on
+/// this many; keys cut to it therefore never separate commits the comparison would match.
+fn key_width<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
+    ids.map(str::len).min().unwrap_or(0)
+}
+
+/// A table's columns as a hash key: their number and each id's first `width` bytes,
+/// lowercased. Equal keys are necessary for [`same_commits`] but not sufficient (a prefix
+/// relation is not an equivalence, so it cannot be hashed exactly): a lookup finds the only
+/// candidates, and each is still compared with [`same_commits`].
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CommitsKey {
+    count: usize,
+    /// Each id's first `width` bytes, one after another (every id has at least `width`).
+    prefixes: Vec<u8>,
+}
+
+impl CommitsKey {
+    fn new<'a>(ids: impl Iterator<Item = &'a str>, width: usize) -> Self {
+        let mut count = 0;
+        let mut prefixes = Vec::new();
+        for id in ids {
+            count += 1;
+            let head = id.as_bytes().get(..width).unwrap_or(id.as_bytes());
+            prefixes.extend(head.iter().map(u8::to_ascii_lowercase));
+        }
+        Self { count, prefixes }
+    }
+}
+
+/// What [`same_test`] compares, normalized once per test: the fields it compares exactly and
+/// the [`CommitsKey`] of its columns.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct TestKey {
+    testcase: String,
+    tbox_group: String,
+    params: BTreeMap<String, String>,
+    commits: CommitsKey,
+}
+
+impl TestKey {
+    fn of(test: &Test, width: usize) -> Self {
+        Self {
+            testcase: test.testcase.clone(),
+            tbox_group: test.tbox_group.clone(),
+            params: test.params.clone(),
+            commits: CommitsKey::new(test.commits.iter().map(String::as_str), width),
+        }
+    }
+}
+
+/// The metrics a test's rows and failures hold, so that a merge checks each new row in
+/// constant time instead of collecting the test's metrics again.
+#[derive(Debug, Default)]
+struct Metrics {
+    rows: HashSet<String>,
+    failures: HashSet<String>,
+}
+
+impl Metrics {
+    fn of(rows: &[lkplake_schemas::Row], failures: &[lkplake_schemas::Failure]) -> Self {
+        Self {
+            rows: rows.iter().map(|r| r.metric.clone()).collect(),
+            failures: failures.iter().map(|f| f.metric.clone()).collect(),
+        }
+    }
+}
+
+/// A report's tests in the order first printed, a test printed again merged into its first
+/// printing. Each test is found by its [`TestKey`], not by a scan of the tests before it: a
+/// mail of thousands of tables merges in linear time, where the scan (with lowercase copies
+/// of the ids per comparison) was quadratic.
+struct MergedTests {
+    tests: Vec<Test>,
+    /// Indices into `tests`, by key, in print order: the first in a bucket that is
+    /// [`same_test`] is the first in `tests`, as the scan found it.
+    by_key: HashMap<TestKey, Vec<usize>>,
+    /// Each test's [`Metrics`], made at its first merge: most tests are printed once.
+    metrics: Vec<Option<Metrics>>,
+    /// See [`key_width`]: the shortest commit id of every test to be added.
+    width: usize,
+}
+
+impl MergedTests {
+    fn new(width: usize, capacity: usize) -> Self {
+        Self {
+            tests: Vec::with_capacity(capacity),
+            by_key: HashMap::with_capacity(capacity),
+            metrics: Vec::with_capacity(capacity),
+            width,
+        }
+    }
+
+    /// Adds a test, or merges it into the first test added that is the same.
+    fn add(&mut self, test: Test) {
+        let Self {
+            tests,
+            by_key,
+            metrics,
+            width,
+        } = self;
+        let bucket = by_key.entry(TestKey::of(&test, *width)).or_default();
+        let same = bucket
+            .iter()
+            .copied()
+            .find(|&i| same_test(&tests[i], &test));
+        match same {
+            Some(i) => {
+                let into = &mut tests[i];
+                let seen =
+                    metrics[i].get_or_insert_with(|| Metrics::of(&into.rows, &into.failures));
+                merge_rows(into, test, seen);
+            }
+            None => {
+                bucket.push(tests.len());
+                tests.push(test);
+                metrics.push(None);
+            }
+        }
+    }
+}
+
+/// A table without a parameter header measures the same test again (perf-c2c data, one more
+/// commit): its rows join the first test that compares the same commits, found by its
+/// [`CommitsKey`] rather than a scan of every test per table.
+fn adopt_orphans(tests: &mut [Detail], orphans: Vec<Detail>) {
+    if orphans.is_empty() {
+        return;
+    }
+    let width = key_width(
+        tests
+            .iter()
+            .chain(&orphans)
+            .flat_map(|d| d.commits.iter().map(|c| c.id.as_str())),
+    );
+    let mut by_key: HashMap<CommitsKey, Vec<usize>> = HashMap::new();
+    for (i, test) in tests.iter().enumerate() {
+        let key = CommitsKey::new(test.commits.iter().map(|c| c.id.as_str()), width);
+        by_key.entry(key).or_default().push(i);
+    }
+    let mut metrics: Vec<Option<Metrics>> = (0..tests.len()).map(|_| None).collect();
+    for orphan in orphans {
+        let key = CommitsKey::new(orphan.commits.iter().map(|c| c.id.as_str()), width);
+        let same = by_key.get(&key).and_then(|bucket| {
+            bucket.iter().copied().find(|&i| {
+                same_commits(
+                    tests[i].commits.iter().map(|c| c.id.as_str()),
+                    orphan.commits.iter().map(|c| c.id.as_str()),
+                )
+            })
+        });
+        let Some(i) = same else { continue };
+        let test = &mut tests[i];
+        let seen = metrics[i].get_or_insert_with(|| Metrics::of(&test.rows, &test.failures));
+        extend_new(&mut test.rows, orphan.rows, &mut seen.rows, |r| {
+            r.metric.as_str()
+        });
+        extend_new(
+            &mut test.failures,
+            orphan.failures,
+            &mut seen.failures,
+            |f| f.metric.as_str(),
+        );
+    }
+}
+
+/// Merges a test printed again into its first printing; `seen` holds `into`'s metrics.
+fn merge_rows(into: &mut Test, from: Test, seen: &mut Metrics) {
+    extend_new(&mut into.rows, from.rows, &mut seen.rows, |r| {
+        r.metric.as_str()
+    });
+    extend_new(&mut into.failures, from.failures, &mut seen.failures, |f| {
+        f.metric.as_str()
+    });
     if into.headline.is_none() {
         into.headline = from.headline;
+    }
+}
+
+/// Appends the items whose key `seen` does not hold yet, and records their keys: never two
+/// values for one metric of one test, and the first table printed wins. `seen` must hold the
+/// keys of `into`.
+fn extend_new<T>(
+    into: &mut Vec<T>,
+    from: Vec<T>,
+    seen: &mut HashSet<String>,
+    key: impl Fn(&T) -> &str,
+) {
+    for item in from {
+        if !seen.contains(key(&item)) {
+            seen.insert(key(&item).to_owned());
+            into.push(item);
+        }
     }
 }
 
 /// Appends the items whose key is new: never two values for one metric of one test, and the
 /// first table printed wins.
 fn extend_unique<T>(into: &mut Vec<T>, from: Vec<T>, key: impl Fn(&T) -> String) {
-    let mut seen: std::collections::HashSet<String> = into.iter().map(&key).collect();
+    let mut seen: HashSet<String> = into.iter().map(&key).collect();
     for item in from {
         if seen.insert(key(&item)) {
             into.push(item);
@@ -449,10 +648,12 @@ fn extend_unique<T>(into: &mut Vec<T>, from: Vec<T>, key: impl Fn(&T) -> String)
     }
 }
 
-/// Ids printed at different lengths name the same commit when one is a prefix of the other.
+/// Ids printed at different lengths name the same commit when one is a prefix of the other,
+/// ignoring ASCII case. Compared in place: lowercase copies per comparison were most of the
+/// cost of merging a mail of many tables.
 fn prefix_match(a: &str, b: &str) -> bool {
-    let (a, b) = (a.to_ascii_lowercase(), b.to_ascii_lowercase());
-    !a.is_empty() && !b.is_empty() && (a.starts_with(&b) || b.starts_with(&a))
+    let n = a.len().min(b.len());
+    n > 0 && a.as_bytes()[..n].eq_ignore_ascii_case(&b.as_bytes()[..n])
 }
 
 /// Parses the table whose stats header is `header`, reading its block back to no further
@@ -544,12 +745,9 @@ fn parse_detail(
     let (mut rows, mut rows_end) = table::rows(tokens, stats_end, columns);
     // Some reports print a short table, the footer, then the rest of the same table under
     // `<below more details following above table FYI>`.
-    if let Some(more) = text[tokens.offsets.get(rows_end).copied().unwrap_or(text.len())..]
-        .find(CONTINUATION)
-        .filter(|&at| at < 2048)
-    {
-        let at =
-            tokens.offsets.get(rows_end).copied().unwrap_or(text.len()) + more + CONTINUATION.len();
+    let rows_at = tokens.offsets.get(rows_end).copied().unwrap_or(text.len());
+    if let Some(more) = continuation_at(text, rows_at) {
+        let at = rows_at + more + CONTINUATION.len();
         let (more_rows, end) = table::rows(tokens, tokens.index_at(at), columns);
         extend_unique(&mut rows, more_rows, |r| r.metric.clone());
         rows_end = end;
@@ -597,4 +795,256 @@ fn test_of(
         }
         None => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One test of a generated report: its `test` parameter, its headline metric and the
+    /// change its table prints for that metric.
+    struct Spec {
+        test: String,
+        metric: String,
+        change: String,
+    }
+
+    fn spec(k: usize) -> Spec {
+        Spec {
+            test: format!("t{k:04}"),
+            metric: format!("stress-ng.t{k:04}.ops_per_sec"),
+            // t0000: +1.0%, t0001: +1.1%, ..., t1999: +200.9%.
+            change: format!("+{}.{}%", 1 + k / 10, k % 10),
+        }
+    }
+
+    /// The column titles the robot prints: the base cut to 16 characters, the head to 27.
+    const TITLES: &str = "4793cb599b1bdc3d 2125c0034c5dfd61171b494bd30 ";
+
+    /// One detail table as the robot prints it (the shape of tests/fixtures/corpus/0750.eml),
+    /// with a `commit:` list unless `listed` is false, the headline row printing `change`, and
+    /// one more row per name in `more`.
+    fn detail(spec: &Spec, titles: &str, listed: bool, change: &str, more: &[&str]) -> String {
+        let mut lines = vec![
+            "=========================================================================================".to_owned(),
+            "compiler/cpufreq_governor/kconfig/rootfs/tbox_group/test/testcase:".to_owned(),
+            format!(
+                "  gcc-13/performance/x86_64-rhel-8.3/debian-12-x86_64-20240206.cgz/lkp-icl-2sp9/{}/stress-ng",
+                spec.test
+            ),
+            String::new(),
+        ];
+        if listed {
+            lines.extend([
+                "commit: ".to_owned(),
+                "  4793cb599b (\"selftests: cgroup: skip test_cgcore_lesser_ns_open\")".to_owned(),
+                "  2125c0034c (\"cgroup/cpuset: Make cpuset hotplug processing synchronous\")"
+                    .to_owned(),
+                String::new(),
+            ]);
+        }
+        lines.extend([
+            titles.to_owned(),
+            "---------------- --------------------------- ".to_owned(),
+            "         %stddev     %change         %stddev".to_owned(),
+            "             \\          |                \\  ".to_owned(),
+            format!(
+                "      7.72 ±  2%     {change}       9.09 ±  3%  {}",
+                spec.metric
+            ),
+        ]);
+        for name in more {
+            lines.push(format!(
+                "    516.50           +14.8%     593.00 ±  3%  stress-ng.{}.{name}",
+                spec.test
+            ));
+        }
+        lines.push(String::new());
+        lines.join("\n")
+    }
+
+    /// A whole report mail: the opening names `specs[0]`'s headline, the "In addition to that"
+    /// box one entry for each other spec, then the detail tables separated as the robot
+    /// separates them.
+    fn report_mail(specs: &[Spec], details: &[String]) -> String {
+        let mut mail = String::from(
+            "From: kernel test robot <oliver.sang@intel.com>\n\
+             Subject: [linus:master] [cgroup/cpuset]  2125c0034c: many tests\n\
+             Date: Wed, 22 May 2024 22:37:55 +0800\n\
+             Message-ID: <202405222215.d537a85f-oliver.sang@intel.com>\n\
+             MIME-Version: 1.0\n\
+             Content-Type: text/plain; charset=\"utf-8\"\n\
+             Content-Transfer-Encoding: 8bit\n\n\
+             Hello,\n\n",
+        );
+        if let Some(first) = specs.first() {
+            mail.push_str(&format!(
+                "kernel test robot noticed a {} improvement of {} on:\n\n\n",
+                first.change.trim_start_matches('+'),
+                first.metric
+            ));
+        }
+        mail.push_str(
+            "commit: 2125c0034c5dfd61171b494bd309bb7637bff6eb (\"cgroup/cpuset: Make cpuset hotplug processing synchronous\")\n\
+             https://git.kernel.org/cgit/linux/kernel/git/torvalds/linux.git master\n\n\
+             testcase: stress-ng\n\
+             test machine: 64 threads 2 sockets Intel(R) Xeon(R) Gold 6346 CPU @ 3.10GHz (Ice Lake) with 256G memory\n\
+             parameters:\n\n\
+             \tcpufreq_governor: performance\n\n\n",
+        );
+        if specs.len() > 1 {
+            let rule =
+                "+------------------+------------------------------------------------------+\n";
+            mail.push_str(
+                "In addition to that, the commit also has significant impact on the following tests:\n\n",
+            );
+            mail.push_str(rule);
+            for spec in &specs[1..] {
+                mail.push_str(&format!(
+                    "| testcase: change | stress-ng: {} {} improvement |\n\
+                     | test parameters  | cpufreq_governor=performance |\n\
+                     |                  | test={} |\n",
+                    spec.metric,
+                    spec.change.trim_start_matches('+'),
+                    spec.test
+                ));
+                mail.push_str(rule);
+            }
+            mail.push_str("\n\n");
+        }
+        mail.push_str(
+            "Details are as below:\n\
+             -------------------------------------------------------------------------------------------------->\n\n\n\
+             The kernel config and materials to reproduce are available at:\n\
+             https://download.01.org/0day-ci/archive/20240522/202405222215.d537a85f-oliver.sang@intel.com\n\n",
+        );
+        let separator = "\n***************************************************************************************************\n\
+             lkp-icl-2sp9: 64 threads 2 sockets Intel(R) Xeon(R) Gold 6346 CPU @ 3.10GHz (Ice Lake) with 256G memory\n";
+        mail.push_str(&details.join(separator));
+        mail.push_str(
+            "\n\nDisclaimer:\nResults have been estimated based on internal Intel analysis.\n",
+        );
+        mail
+    }
+
+    fn the_report(mail: &str) -> Report {
+        match parse_message(mail.as_bytes(), &Source::file("generated.eml", 0)) {
+            Ok(Parsed::Reports(mut reports)) if reports.len() == 1 => reports.remove(0),
+            other => panic!("expected one report, got {other:?}"),
+        }
+    }
+
+    /// What the generated text states for a spec's headline.
+    fn stated(spec: &Spec) -> Headline {
+        Headline {
+            metric: spec.metric.clone(),
+            change_pct: spec
+                .change
+                .trim_end_matches('%')
+                .parse()
+                .unwrap_or_else(|e| panic!("{}: {e}", spec.change)),
+        }
+    }
+
+    #[test]
+    fn a_mail_of_two_thousand_tables_yields_two_thousand_tests_in_print_order() {
+        let specs: Vec<Spec> = (0..2000).map(spec).collect();
+        let details: Vec<String> = specs
+            .iter()
+            .map(|s| detail(s, TITLES, true, &s.change, &["ops"]))
+            .collect();
+        let report = the_report(&report_mail(&specs, &details));
+        assert_eq!(report.tests.len(), 2000);
+        let first = &report.tests[0];
+        let last = &report.tests[1999];
+        assert_eq!(first.params.get("test").map(String::as_str), Some("t0000"));
+        assert_eq!(last.params.get("test").map(String::as_str), Some("t1999"));
+        assert_eq!(
+            first.headline,
+            Some(Headline {
+                metric: "stress-ng.t0000.ops_per_sec".to_owned(),
+                change_pct: 1.0,
+            })
+        );
+        assert_eq!(first.headline, Some(stated(&specs[0])));
+        assert_eq!(
+            last.headline,
+            Some(Headline {
+                metric: "stress-ng.t1999.ops_per_sec".to_owned(),
+                change_pct: 200.9,
+            })
+        );
+        assert_eq!(last.headline, Some(stated(&specs[1999])));
+        assert_eq!(report.headline, first.headline);
+        assert_eq!(
+            last.rows
+                .iter()
+                .map(|r| r.metric.as_str())
+                .collect::<Vec<_>>(),
+            vec!["stress-ng.t1999.ops_per_sec", "stress-ng.t1999.ops"]
+        );
+    }
+
+    #[test]
+    fn a_test_printed_again_with_longer_uppercase_ids_merges_into_its_first_printing() {
+        let specs = [spec(0), spec(1)];
+        let details = [
+            detail(&specs[0], TITLES, true, "+1.0%", &["ops"]),
+            detail(&specs[1], TITLES, true, "+1.1%", &["ops"]),
+            // No `commit:` list: the ids are the titles, longer and in upper case.
+            detail(
+                &specs[0],
+                "4793CB599B1BDC3D 2125C0034C5DFD61171B494BD30 ",
+                false,
+                "+99.0%",
+                &["ops", "bogo"],
+            ),
+        ];
+        let report = the_report(&report_mail(&specs, &details));
+        let tests: Vec<&str> = report
+            .tests
+            .iter()
+            .map(|t| t.params.get("test").map_or("", String::as_str))
+            .collect();
+        assert_eq!(tests, vec!["t0000", "t0001"]);
+        let first = &report.tests[0];
+        assert_eq!(
+            first
+                .rows
+                .iter()
+                .map(|r| r.metric.as_str())
+                .collect::<Vec<_>>(),
+            vec![
+                "stress-ng.t0000.ops_per_sec",
+                "stress-ng.t0000.ops",
+                "stress-ng.t0000.bogo"
+            ]
+        );
+        // The first printing's value wins over the second's +99.0%.
+        assert_eq!(first.rows[0].values[1].change, Some(1.0));
+        assert_eq!(first.commits, vec!["4793cb599b", "2125c0034c"]);
+    }
+
+    #[test]
+    fn commit_ids_match_as_prefixes_ignoring_ascii_case() {
+        assert!(prefix_match("4793cb599b", "4793CB599B1BDC3D"));
+        assert!(prefix_match("4793CB599B1BDC3D", "4793cb599b"));
+        assert!(!prefix_match("4793cb599b", "4793cb599c"));
+        assert!(!prefix_match("", "4793cb599b"));
+        assert!(!prefix_match("4793cb599b", ""));
+        assert!(prefix_match("v6.9", "V6.9"));
+    }
+
+    #[test]
+    fn a_continuation_is_found_only_within_its_window() {
+        let near = format!("{}<below {CONTINUATION} 1 2", " x".repeat(10));
+        assert_eq!(continuation_at(&near, 0), Some(27));
+        let far = format!("{}<below {CONTINUATION}", "x".repeat(CONTINUATION_WITHIN));
+        assert_eq!(continuation_at(&far, 0), None);
+        assert_eq!(
+            continuation_at(&far, 10),
+            Some(CONTINUATION_WITHIN - 10 + 7)
+        );
+        assert_eq!(continuation_at(&far, far.len()), None);
+    }
 }

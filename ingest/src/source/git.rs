@@ -4,21 +4,24 @@
 //! (on GitHub, one repository per epoch, named `<list>.0`) is one such repository on its own.
 //! Either way each commit adds one message as the blob `m`; a deletion (a purge, a spam
 //! removal) commits `d` instead and is skipped. Messages are read in commit order, oldest
-//! first, along the first-parent line, which public-inbox keeps linear.
+//! first, along the first-parent line, which public-inbox keeps linear. A message whose blob
+//! the repository lacks (a partial clone) is counted, never skipped in silence: a run without
+//! checkpoints reads on past it, a follower stops there until it can be read.
 //!
 //! The git binary reads them: `git rev-list` lists the commits and one `git cat-file --batch`
-//! process streams every blob, so an archive of any size costs one message of memory. That is
+//! process streams every blob, so an archive of any size costs one message of memory, and a
+//! blob larger than the most one message may be costs its first bytes only. That is
 //! the same work `git cat-file --batch-all-objects` does to dump a repository (BENCHMARKS.md
 //! compares the two), and git's own pack reading is what public-inbox relies on.
 
-use super::{Epoch, InputRead, Message};
+use super::{Epoch, Handed, InputRead, Message, MissingMessage, head_len, oversize};
 use crate::error::SourceError;
 use lkplake_schemas::Source;
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::ops::ControlFlow;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 /// The epochs of the archive at `path`, oldest first: a v2 inbox's `git/<N>.git`
 /// repositories, or `path` itself when it is a bare repository (a lore mirror). `None` when
@@ -48,6 +51,7 @@ pub(super) fn epochs(path: &Path) -> Result<Option<Vec<Epoch>>, SourceError> {
                     number,
                     git_dir: entry.path(),
                     after: None,
+                    stop_at_missing: false,
                 });
             }
         }
@@ -60,6 +64,7 @@ pub(super) fn epochs(path: &Path) -> Result<Option<Vec<Epoch>>, SourceError> {
             number: epoch_of_name(path),
             git_dir: path.to_owned(),
             after: None,
+            stop_at_missing: false,
         }]));
     }
     Ok(None)
@@ -105,7 +110,8 @@ fn git(epoch: &Epoch) -> Command {
     let mut command = Command::new("git");
     // A partial clone (the GitHub mirrors are) would otherwise fetch a missing blob from its
     // promisor remote in the middle of a read, over the network, for as long as that takes; a
-    // missing blob reads as a commit without a message instead.
+    // missing blob is counted as a missing message instead (`InputRead::missing`), and a
+    // follower's checkpoint stays before it.
     command
         .arg("--git-dir")
         .arg(&epoch.git_dir)
@@ -163,10 +169,13 @@ pub(super) fn head(epoch: &Epoch) -> Result<Option<String>, SourceError> {
 }
 
 /// Reads the messages of `epoch` added after `epoch.after` (all of them without it, or when
-/// that commit is no longer in the epoch's history: see [`InputRead::rewritten`]).
+/// that commit is no longer in the epoch's history: see [`InputRead::rewritten`]). A blob
+/// larger than `limit` bytes is handed over as [`Handed::TooLarge`] from its first bytes, the
+/// rest of it passed over unread.
 pub(super) fn read_epoch(
     epoch: &Epoch,
-    each: &mut dyn FnMut(Message<'_>) -> ControlFlow<()>,
+    limit: usize,
+    each: &mut dyn FnMut(Handed<'_>) -> ControlFlow<()>,
 ) -> Result<InputRead, SourceError> {
     let Some(head) = head(epoch)? else {
         return Ok(InputRead::default());
@@ -175,35 +184,10 @@ pub(super) fn read_epoch(
         head: Some(head.clone()),
         ..InputRead::default()
     };
-    let after = match &epoch.after {
-        Some(after) if *after == head => return Ok(read),
-        Some(after) => {
-            // `merge-base --is-ancestor` exits 1 for "no" and 128 for a commit it no longer
-            // has (purged and collected): both mean the history was rewritten.
-            let ancestor = git(epoch)
-                .args(["merge-base", "--is-ancestor", after, &head])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .map_err(|e| failed(epoch, "merge-base", spawn_reason(&e)))?;
-            if ancestor.success() {
-                Some(after.as_str())
-            } else {
-                tracing::warn!(
-                    inbox = %epoch.inbox,
-                    epoch = epoch.number,
-                    checkpoint = %after,
-                    head = %head,
-                    "the epoch's history was rewritten (its checkpoint commit is no longer an ancestor of its head, as after a purge): \
-                     reading it again from its first commit; the transformer skips the reports already in the lake"
-                );
-                read.rewritten = true;
-                None
-            }
-        }
-        None => None,
-    };
+    if epoch.after.as_ref() == Some(&head) {
+        return Ok(read);
+    }
+    let after = start_after(epoch, &head, &mut read)?;
     // Indexes count commits from the epoch's first, so a message keeps its index however
     // the reading was split up.
     let first_index = match after {
@@ -216,8 +200,99 @@ pub(super) fn read_epoch(
         Some(after) => format!("{after}..{head}"),
         None => head.clone(),
     };
+    let (mut reading, answers) = start_reading(epoch, &range)?;
+    let mut trees = Trees::default();
+    let result = read_answers(
+        epoch,
+        BufReader::with_capacity(1 << 20, answers),
+        first_index,
+        &mut read,
+        &mut trees,
+        limit,
+        each,
+    );
+    if !matches!(result, Ok(Ending::End)) {
+        stop(&mut reading.rev_list);
+        stop(&mut reading.cat_file);
+    }
+    // The feeder ends once rev-list's output ends or cat-file's input closes.
+    let fed = reading.feeder.join();
+    match result? {
+        Ending::End => {}
+        Ending::Stopped => {
+            read.stopped = true;
+            return Ok(read);
+        }
+        Ending::AtMissing => {
+            warn_of_missing(epoch, &read);
+            return Ok(read);
+        }
+    }
+    match fed {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(failed(epoch, "cat-file", e)),
+        Err(_) => return Err(failed(epoch, "cat-file", "the thread feeding it failed")),
+    }
+    finish(reading.rev_list, epoch, "rev-list")?;
+    finish(reading.cat_file, epoch, "cat-file")?;
+    trees.finish(epoch)?;
+    warn_of_missing(epoch, &read);
+    Ok(read)
+}
+
+/// The commit reading starts after: `epoch.after` while it is in the history of `head`; none
+/// without it, or when a purge rewrote the history (`read.rewritten`), so reading starts at
+/// the first commit.
+fn start_after<'a>(
+    epoch: &'a Epoch,
+    head: &str,
+    read: &mut InputRead,
+) -> Result<Option<&'a str>, SourceError> {
+    let Some(after) = &epoch.after else {
+        return Ok(None);
+    };
+    if is_ancestor(epoch, after, head)? {
+        return Ok(Some(after.as_str()));
+    }
+    tracing::warn!(
+        inbox = %epoch.inbox,
+        epoch = epoch.number,
+        checkpoint = %after,
+        head = %head,
+        "the epoch's history was rewritten (its checkpoint commit is no longer an ancestor of its head, as after a purge): \
+         reading it again from its first commit; the transformer skips the reports already in the lake"
+    );
+    read.rewritten = true;
+    Ok(None)
+}
+
+/// Whether `after` is still in the history of `head`. `merge-base --is-ancestor` exits 1 for
+/// "no" and 128 for a commit it no longer has (purged and collected): both mean the history
+/// was rewritten.
+fn is_ancestor(epoch: &Epoch, after: &str, head: &str) -> Result<bool, SourceError> {
+    let ancestor = git(epoch)
+        .args(["merge-base", "--is-ancestor", after, head])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| failed(epoch, "merge-base", spawn_reason(&e)))?;
+    Ok(ancestor.success())
+}
+
+/// The git processes reading an epoch, and the thread that feeds one from the other.
+#[derive(Debug)]
+struct Reading {
+    rev_list: Child,
+    cat_file: Child,
+    feeder: std::thread::JoinHandle<std::io::Result<()>>,
+}
+
+/// Starts reading the commits of `range`: `rev-list` lists them, oldest first, and a thread
+/// asks `cat-file --batch` for each one's `m`. Returns the processes and `cat-file`'s answers.
+fn start_reading(epoch: &Epoch, range: &str) -> Result<(Reading, ChildStdout), SourceError> {
     let mut rev_list = spawn(
-        git(epoch).args(["rev-list", "--reverse", "--first-parent", &range]),
+        git(epoch).args(["rev-list", "--reverse", "--first-parent", range]),
         epoch,
         "rev-list",
     )?;
@@ -257,78 +332,46 @@ pub(super) fn read_epoch(
         }
         requests.flush()
     });
-    let mut skipped = Vec::new();
-    let result = read_answers(
-        epoch,
-        BufReader::with_capacity(1 << 20, answers),
-        first_index,
-        &mut read,
-        &mut skipped,
-        each,
-    );
-    if !matches!(result, Ok(ControlFlow::Continue(()))) {
-        stop(&mut rev_list);
-        stop(&mut cat_file);
-    }
-    // The feeder ends once rev-list's output ends or cat-file's input closes.
-    let fed = feeder.join();
-    if result?.is_break() {
-        read.stopped = true;
-        return Ok(read);
-    }
-
-    match fed {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(failed(epoch, "cat-file", e)),
-        Err(_) => return Err(failed(epoch, "cat-file", "the thread feeding it failed")),
-    }
-    finish(rev_list, epoch, "rev-list")?;
-    finish(cat_file, epoch, "cat-file")?;
-    warn_of_lost_messages(epoch, &skipped)?;
-    Ok(read)
+    let reading = Reading {
+        rev_list,
+        cat_file,
+        feeder,
+    };
+    Ok((reading, answers))
 }
 
-/// Of the commits read without an `m`, says which hold no deletion (`d`) either: their message
-/// is not in this repository (a partial clone lacks the blob, or the commit is not
-/// public-inbox's), so it was not read, and the user must hear of it.
-fn warn_of_lost_messages(epoch: &Epoch, skipped: &[String]) -> Result<(), SourceError> {
-    if skipped.is_empty() {
-        return Ok(());
-    }
-    let mut check = spawn(
-        git(epoch).args(["cat-file", "--batch-check=%(objectname) %(rest)"]),
-        epoch,
-        "cat-file",
-    )?;
-    let (Some(mut requests), Some(answers)) = (check.stdin.take(), check.stdout.take()) else {
-        stop(&mut check);
-        return Err(failed(epoch, "cat-file", "its pipes could not be opened"));
+/// Says which messages were not read because this repository lacks them, and how to get them.
+fn warn_of_missing(epoch: &Epoch, read: &InputRead) {
+    let Some(first) = &read.first_missing else {
+        return;
     };
-    let asked: Vec<String> = skipped.to_vec();
-    // Written from a thread: the answers must be read while the questions are still going in.
-    let feeder = std::thread::spawn(move || -> std::io::Result<()> {
-        for commit in &asked {
-            writeln!(requests, "{commit}:d {commit}")?;
-        }
-        requests.flush()
-    });
-    let lost: Vec<String> = BufReader::new(answers)
-        .lines()
-        .map_while(Result::ok)
-        .filter_map(|answer| answer.strip_suffix(":d missing").map(str::to_owned))
-        .collect();
-    let _ = feeder.join();
-    finish(check, epoch, "cat-file")?;
-    if let Some(first) = lost.first() {
+    let fetch = format!(
+        "in a partial clone, `git --git-dir {} cat-file -p {}:m` fetches one from its promisor remote",
+        epoch.git_dir.display(),
+        first.commit
+    );
+    if epoch.stop_at_missing {
         tracing::warn!(
             inbox = %epoch.inbox,
             epoch = epoch.number,
-            commits = lost.len(),
-            first = %first,
-            "commits with neither a message `m` nor a deletion `d` in this repository (a partial clone missing the blobs?): their mail was not read"
+            commit = %first.commit,
+            index = first.index,
+            "this repository lacks the message of commit {} (a partial clone without its blob?): the epoch is followed up to the commit before it, \
+             and read from it again at every poll until it is here ({fetch})",
+            first.commit
+        );
+    } else {
+        tracing::warn!(
+            inbox = %epoch.inbox,
+            epoch = epoch.number,
+            missing = read.missing,
+            first_commit = %first.commit,
+            first_index = first.index,
+            "this repository lacks {} messages (a partial clone without their blobs?), the first in commit {}: they were not read ({fetch}, then read the archive again)",
+            read.missing,
+            first.commit
         );
     }
-    Ok(())
 }
 
 fn spawn(command: &mut Command, epoch: &Epoch, what: &str) -> Result<Child, SourceError> {
@@ -359,77 +402,303 @@ fn finish(mut child: Child, epoch: &Epoch, what: &str) -> Result<(), SourceError
     }
 }
 
+/// How reading `cat-file`'s answers ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// Every commit was answered.
+    End,
+    /// The reader broke.
+    Stopped,
+    /// At a message this repository lacks, with [`Epoch::stop_at_missing`] set.
+    AtMissing,
+}
+
 /// Reads `cat-file --batch` answers: `<oid> <type> <size> <commit>` and the object's bytes, or
-/// `<commit>:m missing` for a commit without a message (a deletion).
+/// `<commit>:m missing` for a commit whose `m` cannot be read (a deletion, or a message whose
+/// blob this repository lacks: `trees` tells which).
 fn read_answers(
     epoch: &Epoch,
     mut answers: impl BufRead,
     first_index: u64,
     read: &mut InputRead,
-    skipped: &mut Vec<String>,
-    each: &mut dyn FnMut(Message<'_>) -> ControlFlow<()>,
-) -> Result<ControlFlow<()>, SourceError> {
-    let io = |e: std::io::Error| failed(epoch, "cat-file", e);
+    trees: &mut Trees,
+    limit: usize,
+    each: &mut dyn FnMut(Handed<'_>) -> ControlFlow<()>,
+) -> Result<Ending, SourceError> {
     let mut line = String::new();
     let mut blob = Vec::new();
     let mut index = first_index;
     loop {
         line.clear();
-        if answers.read_line(&mut line).map_err(io)? == 0 {
-            return Ok(ControlFlow::Continue(()));
+        let n = answers
+            .read_line(&mut line)
+            .map_err(|e| failed(epoch, "cat-file", e))?;
+        if n == 0 {
+            return Ok(Ending::End);
         }
         let header = line.trim_end();
+        let this = index;
+        index += 1;
         if let Some(spec) = header.strip_suffix(" missing") {
-            // No `m` in this commit: a deletion (`d`), or a message whose blob this clone lacks.
-            let commit = spec.strip_suffix(":m").unwrap_or(spec);
-            read.last_commit = Some(commit.to_owned());
-            read.skipped += 1;
-            skipped.push(commit.to_owned());
-            index += 1;
+            let commit = spec.strip_suffix(":m").unwrap_or(spec).to_owned();
+            match trees.without_message(epoch, &commit)? {
+                Without::NoMessage => {
+                    read.skipped += 1;
+                    passed(read, commit);
+                }
+                Without::Missing => {
+                    missed(read, commit, this);
+                    if epoch.stop_at_missing {
+                        return Ok(Ending::AtMissing);
+                    }
+                }
+            }
             continue;
         }
+        let (object, commit) = read_object(epoch, &mut answers, header, &mut blob, limit)?;
+        if object == Object::NotABlob {
+            read.skipped += 1;
+            passed(read, commit);
+            continue;
+        }
+        read.messages += 1;
+        passed(read, commit.clone());
+        let source = Source {
+            path: epoch.inbox.clone(),
+            index: this,
+            epoch: Some(epoch.number),
+            commit: Some(commit),
+        };
+        let handed = match object {
+            Object::Head => Handed::TooLarge(oversize(source, blob.clone(), limit)),
+            Object::Whole | Object::NotABlob => Handed::Message(Message {
+                source,
+                bytes: Cow::Borrowed(&blob),
+            }),
+        };
+        if each(handed).is_break() {
+            return Ok(Ending::Stopped);
+        }
+    }
+}
+
+/// What [`read_object`] put in its `blob`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Object {
+    /// The whole blob.
+    Whole,
+    /// The first bytes of a blob larger than the limit (as many as [`head_len`] keeps).
+    Head,
+    /// Nothing: the object is not a blob (a commit's `m` that is a tree, say).
+    NotABlob,
+}
+
+/// Reads the object whose answer `header` (`<oid> <type> <size> <commit>`) announces into
+/// `blob`, or its first bytes when it is a blob larger than `limit`, and passes over the rest
+/// of it and the newline after it, so the next answer starts where it should; returns what
+/// `blob` holds, and the commit.
+fn read_object(
+    epoch: &Epoch,
+    answers: &mut impl Read,
+    header: &str,
+    blob: &mut Vec<u8>,
+    limit: usize,
+) -> Result<(Object, String), SourceError> {
+    let mut fields = header.split(' ');
+    let (Some(_oid), Some(kind), Some(size), Some(commit)) =
+        (fields.next(), fields.next(), fields.next(), fields.next())
+    else {
+        return Err(failed(
+            epoch,
+            "cat-file",
+            format!("unexpected answer {header:?}"),
+        ));
+    };
+    let bad_size = || failed(epoch, "cat-file", format!("bad size in {header:?}"));
+    let size: u64 = size.parse().map_err(|_| bad_size())?;
+    // A blob larger than the limit is never held whole: a huge file committed by mistake
+    // costs its first bytes, not its size, in memory. Nor is anything that is not a blob.
+    let within = usize::try_from(size).ok().filter(|&whole| whole <= limit);
+    let (object, keep) = if kind != "blob" {
+        (Object::NotABlob, 0)
+    } else if let Some(whole) = within {
+        (Object::Whole, whole)
+    } else {
+        // Larger than the limit (and maybe than memory can address): what is kept of any
+        // message larger than the limit.
+        let len = usize::try_from(size).unwrap_or(usize::MAX);
+        (Object::Head, head_len(len, limit))
+    };
+    blob.clear();
+    blob.resize(keep, 0);
+    answers
+        .read_exact(blob)
+        .map_err(|e| failed(epoch, "cat-file", e))?;
+    // What is left of the object, and the newline git writes after each.
+    let rest = u64::try_from(keep)
+        .ok()
+        .and_then(|keep| size.checked_sub(keep))
+        .and_then(|rest| rest.checked_add(1))
+        .ok_or_else(bad_size)?;
+    pass_over(answers, rest).map_err(|e| failed(epoch, "cat-file", e))?;
+    Ok((object, commit.to_owned()))
+}
+
+/// Reads `n` bytes of `answers` and drops them, a buffer at a time; a stream that ends before
+/// is an error, as a short `read_exact` is.
+fn pass_over(answers: &mut impl Read, n: u64) -> std::io::Result<()> {
+    let passed = std::io::copy(&mut answers.take(n), &mut std::io::sink())?;
+    if passed < n {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!(
+                "the answers ended {} bytes before the object did",
+                n - passed
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Records a commit read (its message handed over, or nothing to read in it): where a
+/// checkpoint may stand, unless a message before it is missing.
+fn passed(read: &mut InputRead, commit: String) {
+    if read.first_missing.is_none() {
+        read.last_commit = Some(commit);
+    }
+}
+
+/// Records a message this repository lacks.
+fn missed(read: &mut InputRead, commit: String, index: u64) {
+    read.missing += 1;
+    if read.first_missing.is_none() {
+        read.first_missing = Some(MissingMessage { commit, index });
+    }
+}
+
+/// What a commit whose `m` could not be read is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Without {
+    /// Its tree names an `m` whose blob this repository lacks (a partial clone), or the tree
+    /// itself is missing, so nothing says it holds no message: its message was not read.
+    Missing,
+    /// Its tree holds no `m`: a deletion (`d`), with nothing to read.
+    NoMessage,
+}
+
+/// The command [`Trees`] runs, as its errors name it.
+const TREES: &str = "cat-file --batch (the trees of commits without a readable message)";
+
+/// Tells a deletion from a missing message by the commit's tree. `cat-file` answers
+/// `<commit>:m missing` for both, and so does a `--batch-check` of `<commit>:d`, for a
+/// deletion whose blob is missing too; the tree itself says which names it holds. One
+/// `cat-file --batch` process, started at the first such commit and asked one tree at a
+/// time: an archive has few (each deletion is one), a partial clone one per blob it lacks.
+#[derive(Debug, Default)]
+struct Trees {
+    process: Option<TreeProcess>,
+}
+
+#[derive(Debug)]
+struct TreeProcess {
+    child: Child,
+    requests: ChildStdin,
+    answers: BufReader<ChildStdout>,
+}
+
+impl Trees {
+    /// What `commit`, whose `m` could not be read, is.
+    fn without_message(&mut self, epoch: &Epoch, commit: &str) -> Result<Without, SourceError> {
+        let io = |e: std::io::Error| failed(epoch, TREES, e);
+        let process = match self.process.take() {
+            Some(process) => process,
+            None => TreeProcess::start(epoch)?,
+        };
+        let process = self.process.insert(process);
+        writeln!(process.requests, "{commit}^{{tree}}").map_err(io)?;
+        process.requests.flush().map_err(io)?;
+        let mut header = String::new();
+        if process.answers.read_line(&mut header).map_err(io)? == 0 {
+            return Err(failed(epoch, TREES, "it ended without answering"));
+        }
+        let header = header.trim_end();
+        if header.ends_with(" missing") {
+            // No tree either (a partial clone filtering trees out): it may hold a message.
+            return Ok(Without::Missing);
+        }
         let mut fields = header.split(' ');
-        let (Some(_oid), Some(kind), Some(size), Some(commit)) =
-            (fields.next(), fields.next(), fields.next(), fields.next())
+        let (Some(oid), Some("tree"), Some(size)) = (fields.next(), fields.next(), fields.next())
         else {
             return Err(failed(
                 epoch,
-                "cat-file",
+                TREES,
                 format!("unexpected answer {header:?}"),
             ));
         };
         let size: usize = size
             .parse()
-            .map_err(|_| failed(epoch, "cat-file", format!("bad size in {header:?}")))?;
-        blob.clear();
-        blob.resize(size + 1, 0);
-        answers.read_exact(&mut blob).map_err(io)?;
-        // Each object is followed by a newline.
-        blob.truncate(size);
-        let commit = commit.to_owned();
-        read.last_commit = Some(commit.clone());
-        if kind != "blob" {
-            read.skipped += 1;
-            index += 1;
-            continue;
-        }
-        read.messages += 1;
-        let source = Source {
-            path: epoch.inbox.clone(),
-            index,
-            epoch: Some(epoch.number),
-            commit: Some(commit),
-        };
-        index += 1;
-        if each(Message {
-            source,
-            bytes: Cow::Borrowed(&blob),
-        })
-        .is_break()
-        {
-            return Ok(ControlFlow::Break(()));
+            .map_err(|_| failed(epoch, TREES, format!("bad size in {header:?}")))?;
+        let mut tree = vec![0; size + 1];
+        process.answers.read_exact(&mut tree).map_err(io)?;
+        tree.truncate(size);
+        // A tree holds binary object ids, half as long as the hex one (SHA-1 or SHA-256).
+        if tree_names(&tree, oid.len() / 2).any(|name| name == b"m") {
+            Ok(Without::Missing)
+        } else {
+            Ok(Without::NoMessage)
         }
     }
+
+    /// Ends the process, if one was started, and says whether git ended well.
+    fn finish(mut self, epoch: &Epoch) -> Result<(), SourceError> {
+        let Some(process) = self.process.take() else {
+            return Ok(());
+        };
+        let TreeProcess {
+            child, requests, ..
+        } = process;
+        // End of input: cat-file exits.
+        drop(requests);
+        finish(child, epoch, TREES)
+    }
+}
+
+impl Drop for Trees {
+    /// A reading that ended early (an error, a stop) does not leave the process behind.
+    fn drop(&mut self) {
+        if let Some(mut process) = self.process.take() {
+            stop(&mut process.child);
+        }
+    }
+}
+
+impl TreeProcess {
+    fn start(epoch: &Epoch) -> Result<Self, SourceError> {
+        let mut child = spawn(git(epoch).args(["cat-file", "--batch"]), epoch, TREES)?;
+        let (Some(requests), Some(answers)) = (child.stdin.take(), child.stdout.take()) else {
+            stop(&mut child);
+            return Err(failed(epoch, TREES, "its pipes could not be opened"));
+        };
+        Ok(Self {
+            child,
+            requests,
+            answers: BufReader::new(answers),
+        })
+    }
+}
+
+/// The names of a tree object's entries: each entry is `<mode> <name>\0` and a binary object
+/// id of `id_len` bytes.
+fn tree_names(tree: &[u8], id_len: usize) -> impl Iterator<Item = &[u8]> {
+    let mut rest = tree;
+    std::iter::from_fn(move || {
+        let space = memchr::memchr(b' ', rest)?;
+        let after_mode = rest.get(space + 1..)?;
+        let nul = memchr::memchr(0, after_mode)?;
+        let name = after_mode.get(..nul)?;
+        rest = after_mode.get(nul + 1 + id_len..).unwrap_or_default();
+        Some(name)
+    })
 }
 
 /// Runs `git fetch` in the epoch if it has a remote, and says which. The refspec is explicit
@@ -461,7 +730,8 @@ pub(super) fn fetch(epoch: &Epoch) -> Result<Option<String>, SourceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::{Input, expand_paths, read};
+    use crate::error::TooLarge;
+    use crate::source::{Input, expand_paths, read, read_bounded};
 
     /// A bare repository built the way public-inbox writes one: each commit's tree holds one
     /// blob, `m` for a message or `d` for a deletion. `entries` are (file name, content).
@@ -512,6 +782,7 @@ mod tests {
             number: 0,
             git_dir: dir.to_owned(),
             after: after.map(str::to_owned),
+            stop_at_missing: false,
         }
     }
 
@@ -586,10 +857,10 @@ mod tests {
         assert_eq!(texts, ["one, purged\n", "two\n"]);
     }
 
-    #[test]
-    fn a_message_whose_blob_this_clone_lacks_is_skipped_and_the_rest_is_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let git_dir = dir.path();
+    /// A bare repository of loose objects, so that one can be taken away as a partial clone
+    /// lacks it: one commit per entry, each adding one blob (`m` or `d`, with the given text).
+    /// Returns each commit and its blob, oldest first.
+    fn loose_repository(git_dir: &Path, entries: &[(&str, &str)]) -> Vec<(String, String)> {
         let git = |args: &[&str], input: &str| -> String {
             let mut child = Command::new("git")
                 .arg("--git-dir")
@@ -619,28 +890,238 @@ mod tests {
             &["init", "--quiet", "--bare", "--initial-branch=master"],
             "",
         );
-        // Loose objects, one commit per message, so one blob can be taken away.
         let mut parent: Option<String> = None;
-        let mut blobs = Vec::new();
-        for text in ["one\n", "two\n"] {
+        let mut made = Vec::new();
+        for (name, text) in entries {
             let blob = git(&["hash-object", "-w", "--stdin"], text);
-            let tree = git(&["mktree"], &format!("100644 blob {blob}\tm\n"));
+            let tree = git(&["mktree"], &format!("100644 blob {blob}\t{name}\n"));
             let mut args = vec!["commit-tree", tree.as_str(), "-m", "x"];
             if let Some(p) = &parent {
                 args.extend(["-p", p.as_str()]);
             }
-            parent = Some(git(&args, ""));
-            blobs.push(blob);
+            let commit = git(&args, "");
+            made.push((commit.clone(), blob));
+            parent = Some(commit);
         }
-        let head = parent.unwrap();
-        git(&["update-ref", "refs/heads/master", &head], "");
-        let lost = &blobs[0];
-        std::fs::remove_file(git_dir.join("objects").join(&lost[..2]).join(&lost[2..])).unwrap();
+        if let Some(head) = &parent {
+            git(&["update-ref", "refs/heads/master", head], "");
+        }
+        made
+    }
+
+    /// Where git keeps a loose object.
+    fn object_file(git_dir: &Path, id: &str) -> std::path::PathBuf {
+        git_dir.join("objects").join(&id[..2]).join(&id[2..])
+    }
+
+    #[test]
+    fn a_message_whose_blob_this_clone_lacks_is_counted_and_the_checkpoint_stays_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let git_dir = dir.path();
+        let made = loose_repository(git_dir, &[("m", "one\n"), ("m", "two\n"), ("m", "three\n")]);
+        std::fs::remove_file(object_file(git_dir, &made[1].1)).unwrap();
+        // Without checkpoints (`parse`, a one-off `ingest`), reading goes on past it.
         let (seen, read) = messages(&epoch_of(git_dir, None));
+        assert_eq!(
+            seen,
+            vec![
+                ("one\n".to_owned(), 0, made[0].0.clone()),
+                ("three\n".to_owned(), 2, made[2].0.clone()),
+            ]
+        );
+        assert_eq!((read.messages, read.skipped, read.missing), (2, 0, 1));
+        assert_eq!(
+            read.first_missing,
+            Some(MissingMessage {
+                commit: made[1].0.clone(),
+                index: 1,
+            })
+        );
+        assert_eq!(read.head.as_deref(), Some(made[2].0.as_str()));
+        assert_eq!(read.checkpoint(), Some(made[0].0.as_str()));
+    }
+
+    #[test]
+    fn a_followed_epoch_stops_at_a_missing_message_and_reads_it_once_its_blob_is_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let git_dir = dir.path();
+        let made = loose_repository(git_dir, &[("m", "one\n"), ("m", "two\n"), ("m", "three\n")]);
+        let lost = object_file(git_dir, &made[1].1);
+        let kept = std::fs::read(&lost).unwrap();
+        std::fs::remove_file(&lost).unwrap();
+        let mut epoch = epoch_of(git_dir, None);
+        epoch.stop_at_missing = true;
+        let (seen, read) = messages(&epoch);
+        assert_eq!(seen, vec![("one\n".to_owned(), 0, made[0].0.clone())]);
+        assert_eq!((read.messages, read.missing), (1, 1));
+        assert_eq!(
+            read.first_missing,
+            Some(MissingMessage {
+                commit: made[1].0.clone(),
+                index: 1,
+            })
+        );
+        assert!(!read.stopped, "not a stop the reader asked for");
+        let checkpoint = read.checkpoint().map(str::to_owned);
+        assert_eq!(checkpoint.as_deref(), Some(made[0].0.as_str()));
+
+        // The blob arrives (a fetch): reading from the checkpoint reads it and what follows.
+        std::fs::write(&lost, kept).unwrap();
+        epoch.after = checkpoint;
+        let (seen, read) = messages(&epoch);
+        assert_eq!(
+            seen,
+            vec![
+                ("two\n".to_owned(), 1, made[1].0.clone()),
+                ("three\n".to_owned(), 2, made[2].0.clone()),
+            ]
+        );
+        assert_eq!((read.messages, read.missing), (2, 0));
+        assert_eq!(read.first_missing, None);
+        assert_eq!(read.checkpoint(), Some(made[2].0.as_str()));
+    }
+
+    #[test]
+    fn a_missing_first_message_leaves_the_checkpoint_where_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let git_dir = dir.path();
+        let made = loose_repository(git_dir, &[("m", "one\n"), ("m", "two\n")]);
+        std::fs::remove_file(object_file(git_dir, &made[0].1)).unwrap();
+        let mut epoch = epoch_of(git_dir, None);
+        epoch.stop_at_missing = true;
+        let (seen, read) = messages(&epoch);
+        assert!(seen.is_empty(), "{seen:?}");
+        assert_eq!(read.missing, 1);
+        assert_eq!(read.checkpoint(), None);
+    }
+
+    #[test]
+    fn a_deletion_whose_blob_is_missing_too_is_still_a_deletion() {
+        let dir = tempfile::tempdir().unwrap();
+        let git_dir = dir.path();
+        let made = loose_repository(
+            git_dir,
+            &[("m", "one\n"), ("d", "one, deleted\n"), ("m", "two\n")],
+        );
+        std::fs::remove_file(object_file(git_dir, &made[1].1)).unwrap();
+        let mut epoch = epoch_of(git_dir, None);
+        epoch.stop_at_missing = true;
+        let (seen, read) = messages(&epoch);
         let texts: Vec<_> = seen.iter().map(|s| (s.0.as_str(), s.1)).collect();
-        assert_eq!(texts, [("two\n", 1)]);
-        assert_eq!((read.messages, read.skipped), (1, 1));
-        assert_eq!(read.head.as_deref(), Some(head.as_str()));
+        assert_eq!(texts, [("one\n", 0), ("two\n", 2)]);
+        assert_eq!((read.messages, read.skipped, read.missing), (2, 1, 0));
+        assert_eq!(read.checkpoint(), Some(made[2].0.as_str()));
+    }
+
+    #[test]
+    fn a_tree_check_git_cannot_answer_is_an_error_naming_the_epoch_and_the_command() {
+        // An empty directory is no repository: git exits before it answers.
+        let dir = tempfile::tempdir().unwrap();
+        let epoch = epoch_of(dir.path(), None);
+        let err = Trees::default()
+            .without_message(&epoch, &"a".repeat(40))
+            .expect_err("no repository, no answer");
+        assert!(
+            matches!(&err, SourceError::Git { path, what, .. } if path == dir.path() && what == TREES),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_blob_over_the_limit_is_handed_over_from_its_first_bytes_and_reading_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = format!("Subject: big\n\n{}", "y".repeat(200));
+        let commits = repository(
+            dir.path(),
+            &[("m", "one\n"), ("m", big.as_str()), ("m", "three\n")],
+        );
+        let mut seen = Vec::new();
+        let epoch = Input::Epoch(epoch_of(dir.path(), None));
+        let read = read_bounded(&epoch, 50, &mut |handed| {
+            seen.push(match handed {
+                Handed::Message(m) => (m.source.index, m.bytes.to_vec(), None),
+                Handed::TooLarge(o) => (o.source.index, o.head, Some(o.error)),
+            });
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        let error = TooLarge {
+            path: "inbox".to_owned(),
+            index: 1,
+            limit: 50,
+            kept: 50,
+        };
+        assert_eq!(
+            seen,
+            vec![
+                (0, b"one\n".to_vec(), None),
+                (1, big.as_bytes()[..50].to_vec(), Some(error)),
+                (2, b"three\n".to_vec(), None),
+            ]
+        );
+        assert_eq!((read.messages, read.skipped), (3, 0));
+        assert_eq!(read.head.as_deref(), Some(commits[2].as_str()));
+    }
+
+    #[test]
+    fn a_blob_over_the_limit_is_read_to_its_first_bytes_and_the_answers_stay_in_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let epoch = epoch_of(dir.path(), None);
+        let stream = format!("{}\nnext answer\n", "x".repeat(100));
+        let mut answers = stream.as_bytes();
+        let mut blob = Vec::new();
+        let (object, commit) =
+            read_object(&epoch, &mut answers, "b10b blob 100 c0mm17", &mut blob, 10).unwrap();
+        assert_eq!((object, commit.as_str()), (Object::Head, "c0mm17"));
+        assert_eq!(blob, b"xxxxxxxxxx");
+        // The other 90 bytes and the newline were passed over: the next answer is next.
+        assert_eq!(answers, b"next answer\n");
+
+        // Within the limit: the whole blob, and again the next answer after it.
+        let mut answers: &[u8] = b"0123456789\nnext answer\n";
+        let (object, _) =
+            read_object(&epoch, &mut answers, "b10b blob 10 c0mm17", &mut blob, 10).unwrap();
+        assert_eq!(object, Object::Whole);
+        assert_eq!(blob, b"0123456789");
+        assert_eq!(answers, b"next answer\n");
+
+        // Not a blob: nothing kept, all of it passed over.
+        let mut answers: &[u8] = b"0123456789\nnext answer\n";
+        let (object, _) =
+            read_object(&epoch, &mut answers, "7ree tree 10 c0mm17", &mut blob, 1000).unwrap();
+        assert_eq!(object, Object::NotABlob);
+        assert!(blob.is_empty());
+        assert_eq!(answers, b"next answer\n");
+    }
+
+    #[test]
+    fn answers_that_end_inside_a_blob_over_the_limit_are_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let epoch = epoch_of(dir.path(), None);
+        let mut answers: &[u8] = &[b'x'; 60];
+        let err = read_object(
+            &epoch,
+            &mut answers,
+            "b10b blob 100 c0mm17",
+            &mut Vec::new(),
+            10,
+        )
+        .expect_err("40 bytes and the newline are missing");
+        assert!(
+            matches!(&err, SourceError::Git { what, reason, .. }
+                if what == "cat-file" && reason == "the answers ended 41 bytes before the object did"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_tree_names_its_entries() {
+        let mut tree = b"100644 d\0".to_vec();
+        tree.extend([7u8; 20]);
+        tree.extend(b"40000 sub\0");
+        tree.extend([9u8; 20]);
+        let names: Vec<&[u8]> = tree_names(&tree, 20).collect();
+        assert_eq!(names, [b"d".as_slice(), b"sub".as_slice()]);
     }
 
     #[test]

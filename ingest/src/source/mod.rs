@@ -4,13 +4,26 @@
 
 mod git;
 
-use crate::error::SourceError;
+use crate::error::{SourceError, TooLarge};
 use flate2::read::MultiGzDecoder;
 use lkplake_schemas::Source;
 use std::borrow::Cow;
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+
+/// The most one message may be, in bytes as stored (decompressed; an mbox entry with its
+/// `From ` line). A larger one is not read whole: it is handed over as [`Handed::TooLarge`]
+/// with its first bytes, and reading goes on with the next message. So reading any input
+/// holds at most about this much of it in memory whatever its size: a 2 GB file fed by
+/// mistake, a `.gz` that is one huge text, an archive that is not an mbox. Reports are far
+/// smaller (a mail of 20,000 tables is about 5 MB).
+pub const MAX_MAIL_BYTES: usize = 64 << 20;
+
+/// What is kept of a message larger than [`MAX_MAIL_BYTES`]: its first bytes, enough to see
+/// what it is. A dead letter of an input too large for the topic keeps as many
+/// (`kafka::LETTER_HEAD` is this).
+pub const TOO_LARGE_HEAD: usize = 64 << 10;
 
 /// One input of a run, as [`inputs`] found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +58,9 @@ pub struct Epoch {
     pub git_dir: PathBuf,
     /// Read only the commits after this one (where a follower stopped); all without it.
     pub after: Option<String>,
+    /// Stop at the first message this repository lacks (see [`InputRead::missing`]) rather
+    /// than read on: set for a followed epoch, whose checkpoint must not pass that message.
+    pub stop_at_missing: bool,
 }
 
 impl Epoch {
@@ -68,6 +84,28 @@ pub struct Message<'a> {
     pub bytes: Cow<'a, [u8]>,
 }
 
+/// What reading an input hands over: a message, or one too large to be read whole.
+#[derive(Debug)]
+pub enum Handed<'a> {
+    /// A message, whole.
+    Message(Message<'a>),
+    /// A message larger than the limit, read no further than needed to know it.
+    TooLarge(Oversize),
+}
+
+/// A message too large to read whole: where it is, its first bytes, and the error that says
+/// so (the dead letter it becomes keeps all three).
+#[derive(Debug)]
+pub struct Oversize {
+    /// Its origin, as a whole message's would be.
+    pub source: Source,
+    /// Its first bytes, at most [`TOO_LARGE_HEAD`] and at most the limit (an mbox entry's
+    /// without its `From ` line).
+    pub head: Vec<u8>,
+    /// Why it was not read whole, naming the input, the message and the limit.
+    pub error: TooLarge,
+}
+
 /// What reading one input found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InputRead {
@@ -75,9 +113,16 @@ pub struct InputRead {
     pub messages: u64,
     /// Commits of an epoch without a message (deletions), skipped.
     pub skipped: u64,
+    /// Messages of an epoch whose blob this repository lacks (a partial clone): their commit
+    /// adds an `m` that cannot be read, so they were not handed over. Reading went on past
+    /// them, or stopped at the first with [`Epoch::stop_at_missing`].
+    pub missing: u64,
+    /// The first of those messages.
+    pub first_missing: Option<MissingMessage>,
     /// An epoch's head when reading began: read to the end, everything up to it was handed over.
     pub head: Option<String>,
-    /// The last commit of an epoch read, handed over or skipped.
+    /// The last commit of an epoch read (handed over or skipped) before the first missing
+    /// message, if any.
     pub last_commit: Option<String>,
     /// The epoch's history no longer holds the commit reading was to resume after (a purge
     /// rewrote it), so it was read from its first commit.
@@ -86,27 +131,86 @@ pub struct InputRead {
     pub stopped: bool,
 }
 
-/// Reads one input's messages in order and hands each to `each` until it breaks.
+impl InputRead {
+    /// The commit an epoch's checkpoint may name once every message handed over was delivered:
+    /// its head when every message up to it was read; else the last commit before the first
+    /// missing message, so that the next reading starts at that message again (`None` when
+    /// there is none: the checkpoint stays where it was).
+    pub fn checkpoint(&self) -> Option<&str> {
+        match self.first_missing {
+            None => self.head.as_deref(),
+            Some(_) => self.last_commit.as_deref(),
+        }
+    }
+}
+
+/// A message an epoch's commit adds whose blob the repository lacks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingMessage {
+    /// The commit adding it.
+    pub commit: String,
+    /// Its index in the epoch (commits from the first, as [`Source::index`] counts).
+    pub index: u64,
+}
+
+/// Reads one input's messages in order and hands each to `each` until it breaks. A message
+/// larger than [`MAX_MAIL_BYTES`] ends the reading with [`SourceError::TooLarge`]; runs read
+/// with [`read_bounded`], which hands it over and goes on.
 pub fn read(
     input: &Input,
     each: &mut dyn FnMut(Message<'_>) -> ControlFlow<()>,
 ) -> Result<InputRead, SourceError> {
+    read_within(input, MAX_MAIL_BYTES, each)
+}
+
+/// [`read`] with `limit` for the largest message.
+fn read_within(
+    input: &Input,
+    limit: usize,
+    each: &mut dyn FnMut(Message<'_>) -> ControlFlow<()>,
+) -> Result<InputRead, SourceError> {
+    let mut too_large = None;
+    let read = read_bounded(input, limit, &mut |handed| match handed {
+        Handed::Message(message) => each(message),
+        Handed::TooLarge(oversize) => {
+            too_large = Some(oversize.error);
+            ControlFlow::Break(())
+        }
+    })?;
+    match too_large {
+        Some(error) => Err(SourceError::TooLarge(error)),
+        None => Ok(read),
+    }
+}
+
+/// Reads one input's messages in order and hands each to `each` until it breaks; a message
+/// larger than `limit` bytes is handed over as [`Handed::TooLarge`] without being read whole,
+/// and reading goes on after it. Memory holds one message at a time, never the input.
+pub fn read_bounded(
+    input: &Input,
+    limit: usize,
+    each: &mut dyn FnMut(Handed<'_>) -> ControlFlow<()>,
+) -> Result<InputRead, SourceError> {
     /// Reads of 1 MiB: few system calls, and a gzip stream decoded in large steps.
     const BUFFER: usize = 1 << 20;
     match input {
-        Input::Epoch(epoch) => git::read_epoch(epoch, each),
-        Input::Stdin => stream(Path::new("-"), std::io::stdin().lock(), false, each),
+        // A blob over the limit is read no further than its first bytes, as a file is.
+        Input::Epoch(epoch) => git::read_epoch(epoch, limit, each),
+        Input::Stdin => stream(Path::new("-"), std::io::stdin().lock(), false, limit, each),
         Input::File(path) => {
             let file = std::fs::File::open(path).map_err(|source| SourceError::Io {
                 path: path.to_owned(),
                 source,
             })?;
+            // Any `.gz` (`x.mbox.gz` or a lone `x.gz`) is decompressed as it is read and split
+            // like the file it holds: an mbox message by message, anything else as one message.
             if path.extension().is_some_and(|e| e == "gz") {
                 let gunzip = MultiGzDecoder::new(std::io::BufReader::with_capacity(BUFFER, file));
                 stream(
                     path,
                     std::io::BufReader::with_capacity(BUFFER, gunzip),
                     true,
+                    limit,
                     each,
                 )
             } else {
@@ -114,6 +218,7 @@ pub fn read(
                     path,
                     std::io::BufReader::with_capacity(BUFFER, file),
                     false,
+                    limit,
                     each,
                 )
             }
@@ -125,12 +230,13 @@ pub fn read(
 /// lines on the way, so memory holds one message at a time rather than the input (a list's
 /// archive is gigabytes). Splitting is [`InputFile`]'s: a first line starting with `From `
 /// makes the input an mbox, and every later such line starts a message; anything else is one
-/// message.
+/// message. No message is read beyond `limit` bytes and one more (see [`Handed::TooLarge`]).
 fn stream(
     path: &Path,
-    mut reader: impl std::io::BufRead,
+    mut reader: impl BufRead,
     gzip: bool,
-    each: &mut dyn FnMut(Message<'_>) -> ControlFlow<()>,
+    limit: usize,
+    each: &mut dyn FnMut(Handed<'_>) -> ControlFlow<()>,
 ) -> Result<InputRead, SourceError> {
     let fail = |source| {
         let path = path.to_owned();
@@ -141,38 +247,107 @@ fn stream(
         }
     };
     let name = path.display().to_string();
-    let mut read = InputRead::default();
-    let mut message = Vec::new();
-    reader.read_until(b'\n', &mut message).map_err(fail)?;
-    if !message.starts_with(b"From ") {
-        reader.read_to_end(&mut message).map_err(fail)?;
-        read.messages = 1;
-        let flow = each(Message {
-            source: Source::file(name, 0),
-            bytes: Cow::Borrowed(&message),
-        });
-        read.stopped = flow.is_break();
-        return Ok(read);
+    // The first line says what the input is. It is read no further than the limit allows: a
+    // file without line breaks is one message, and a large one is too large either way.
+    let mut first = Vec::new();
+    (&mut reader)
+        .take(past(limit, 0))
+        .read_until(b'\n', &mut first)
+        .map_err(fail)?;
+    if first.starts_with(b"From ") {
+        split_mbox(&name, &mut reader, first, limit, each).map_err(fail)
+    } else {
+        single(name, &mut reader, first, limit, each).map_err(fail)
     }
-    // `buf[..filled]` holds the entry being read from its `From ` line on, and whatever of
-    // the next ones the last read brought. Reads go straight into `buf` (a read as large as
-    // the reader's own buffer bypasses it), and separators are searched for in each read's
-    // new bytes and the five before them, for one cut by the read: reading line by line cost
-    // more than parsing the mail it split.
-    const SEPARATOR: &[u8] = b"\nFrom ";
-    const READ: usize = 1 << 20;
-    let mut buf = message;
+}
+
+/// How many bytes to read, `held` being held already, to know whether a message is larger
+/// than `limit`: up to the limit and one more.
+fn past(limit: usize, held: usize) -> u64 {
+    let wanted = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    wanted.saturating_sub(u64::try_from(held).unwrap_or(u64::MAX))
+}
+
+/// Hands over an input that is one message, `message` holding its first bytes; the rest of
+/// a message larger than `limit` is left unread.
+fn single(
+    name: String,
+    reader: &mut impl Read,
+    mut message: Vec<u8>,
+    limit: usize,
+    each: &mut dyn FnMut(Handed<'_>) -> ControlFlow<()>,
+) -> std::io::Result<InputRead> {
+    reader
+        .take(past(limit, message.len()))
+        .read_to_end(&mut message)?;
+    let source = Source::file(name, 0);
+    let handed = if message.len() > limit {
+        message.truncate(head_len(message.len(), limit));
+        Handed::TooLarge(oversize(source, message, limit))
+    } else {
+        Handed::Message(Message {
+            source,
+            bytes: Cow::Borrowed(&message),
+        })
+    };
+    Ok(InputRead {
+        messages: 1,
+        stopped: each(handed).is_break(),
+        ..InputRead::default()
+    })
+}
+
+/// How much of a message of `len` bytes too large for `limit` is kept.
+fn head_len(len: usize, limit: usize) -> usize {
+    len.min(TOO_LARGE_HEAD).min(limit)
+}
+
+/// The hand-over of a message too large, from its kept first bytes.
+fn oversize(source: Source, head: Vec<u8>, limit: usize) -> Oversize {
+    let error = TooLarge {
+        path: source.path.clone(),
+        index: source.index,
+        limit,
+        kept: head.len(),
+    };
+    Oversize {
+        source,
+        head,
+        error,
+    }
+}
+
+/// The line that starts each mbox entry, with the line break before it.
+const SEPARATOR: &[u8] = b"\nFrom ";
+
+/// The bytes asked of the reader at a time.
+const READ: usize = 1 << 20;
+
+/// Splits an mbox as it is read, `first` holding its first line.
+///
+/// `buf[..filled]` holds the entry being read from its `From ` line on, and whatever of the
+/// next ones the last read brought. Reads go straight into `buf` (a read as large as the
+/// reader's own buffer bypasses it), and separators are searched for in each read's new bytes
+/// and the five before them, for one cut by the read: reading line by line cost more than
+/// parsing the mail it split. An entry that grows past `limit` before its end is found is
+/// handed over as too large and the rest of it skipped, so `buf` stays under `limit` and two
+/// reads whatever the entry's size.
+fn split_mbox(
+    name: &str,
+    reader: &mut impl Read,
+    first: Vec<u8>,
+    limit: usize,
+    each: &mut dyn FnMut(Handed<'_>) -> ControlFlow<()>,
+) -> std::io::Result<InputRead> {
+    let mut read = InputRead::default();
+    let mut buf = first;
     let mut filled = buf.len();
     let mut scanned = 0;
     loop {
         if buf.len() - filled < READ {
             buf.resize(filled + READ, 0);
         }
-        let n = match reader.read(&mut buf[filled..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(fail(e)),
-        };
+        let n = read_some(reader, &mut buf[filled..])?;
         filled += n;
         let eof = n == 0;
         let mut start = 0;
@@ -180,11 +355,7 @@ fn stream(
             .map(|p| scanned + p + 1)
             .chain(eof.then_some(filled));
         for end in ends {
-            let flow = each(Message {
-                source: Source::file(name.clone(), read.messages),
-                bytes: mbox_message(&buf[start..end]),
-            });
-            read.messages += 1;
+            let flow = hand_entry(name, &mut read, &buf[start..end], limit, each);
             start = end;
             if flow.is_break() {
                 read.stopped = true;
@@ -197,11 +368,84 @@ fn stream(
         buf.copy_within(start..filled, 0);
         filled -= start;
         scanned = filled.saturating_sub(SEPARATOR.len() - 1);
+        // The last five bytes may begin the next entry's separator; the rest is this entry's.
+        if filled.saturating_sub(SEPARATOR.len() - 1) > limit {
+            let head = mbox_message(&buf[..head_len(filled, limit)]).into_owned();
+            let source = Source::file(name, read.messages);
+            read.messages += 1;
+            if each(Handed::TooLarge(oversize(source, head, limit))).is_break() {
+                read.stopped = true;
+                return Ok(read);
+            }
+            match skip_entry(reader, &mut buf, filled)? {
+                Some(next) => (filled, scanned) = (next, 0),
+                None => return Ok(read),
+            }
+        }
+    }
+}
+
+/// Hands over one whole mbox entry, or its first bytes when it is larger than `limit`.
+fn hand_entry(
+    name: &str,
+    read: &mut InputRead,
+    entry: &[u8],
+    limit: usize,
+    each: &mut dyn FnMut(Handed<'_>) -> ControlFlow<()>,
+) -> ControlFlow<()> {
+    let source = Source::file(name, read.messages);
+    read.messages += 1;
+    if entry.len() > limit {
+        let head = mbox_message(&entry[..head_len(entry.len(), limit)]).into_owned();
+        each(Handed::TooLarge(oversize(source, head, limit)))
+    } else {
+        each(Handed::Message(Message {
+            source,
+            bytes: mbox_message(entry),
+        }))
+    }
+}
+
+/// Reads past the rest of an mbox entry too large to keep, `buf[..filled]` holding its last
+/// bytes read, up to the next entry's `From ` line. Only the last bytes of each read are kept
+/// (a separator may be cut by a read), so memory does not grow with the entry. Returns how
+/// many bytes of the next entry `buf` then holds from its start, `None` at the end of input.
+fn skip_entry(
+    reader: &mut impl Read,
+    buf: &mut Vec<u8>,
+    mut filled: usize,
+) -> std::io::Result<Option<usize>> {
+    loop {
+        let tail = filled.saturating_sub(SEPARATOR.len() - 1);
+        buf.copy_within(tail..filled, 0);
+        filled -= tail;
+        if buf.len() - filled < READ {
+            buf.resize(filled + READ, 0);
+        }
+        let n = read_some(reader, &mut buf[filled..])?;
+        if n == 0 {
+            return Ok(None);
+        }
+        filled += n;
+        if let Some(at) = memchr::memmem::find(&buf[..filled], SEPARATOR) {
+            buf.copy_within(at + 1..filled, 0);
+            return Ok(Some(filled - (at + 1)));
+        }
+    }
+}
+
+/// One read, retried when a signal interrupted it.
+fn read_some(reader: &mut impl Read, into: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match reader.read(into) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
     }
 }
 
 /// The bytes of one input file (decompressed), split into messages, all in memory: for tests
-/// and benchmarks of a known file. Runs read inputs with [`read`], which streams them.
+/// and benchmarks of a known file. Runs read inputs with [`read_bounded`], which streams them.
 #[derive(Debug)]
 pub struct InputFile {
     /// Path as the user named it (`-` for stdin).
@@ -502,6 +746,242 @@ mod tests {
         std::fs::write(&empty, b"").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(streamed(&Input::File(empty), None).0, vec![(0, Vec::new())]);
         std::fs::remove_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// What [`read_bounded`] handed over, as owned values.
+    #[derive(Debug, PartialEq)]
+    enum Seen {
+        Message(u64, Vec<u8>),
+        TooLarge(u64, Vec<u8>, TooLarge),
+    }
+
+    fn seen(handed: Handed<'_>) -> Seen {
+        match handed {
+            Handed::Message(m) => Seen::Message(m.source.index, m.bytes.into_owned()),
+            Handed::TooLarge(o) => Seen::TooLarge(o.source.index, o.head, o.error),
+        }
+    }
+
+    /// Everything `read_bounded` hands over for `input` with messages of at most `limit` bytes.
+    fn bounded(input: &Input, limit: usize) -> (Vec<Seen>, InputRead) {
+        let mut all = Vec::new();
+        let read = read_bounded(input, limit, &mut |handed| {
+            all.push(seen(handed));
+            ControlFlow::Continue(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        (all, read)
+    }
+
+    /// A reader that gives at most 7 bytes a read, so that separators and the limit fall
+    /// across reads.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(7).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    const FROM_LINE: &str = "From a@b Thu Jan  1 00:00:00 1970\n";
+
+    #[test]
+    fn a_single_message_over_the_limit_is_handed_over_as_too_large_with_its_first_bytes() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("big.txt");
+        let data = format!("Subject: big\n\n{}\n", "x".repeat(5000));
+        std::fs::write(&path, &data).unwrap_or_else(|e| panic!("{e}"));
+        let (all, read) = bounded(&Input::File(path.clone()), 1000);
+        let error = TooLarge {
+            path: path.display().to_string(),
+            index: 0,
+            limit: 1000,
+            kept: 1000,
+        };
+        assert_eq!(
+            all,
+            vec![Seen::TooLarge(0, data.as_bytes()[..1000].to_vec(), error)]
+        );
+        assert_eq!(read.messages, 1);
+        assert!(!read.stopped);
+    }
+
+    /// A reader of `data` that counts the bytes it gave.
+    struct Counted<'a> {
+        data: &'a [u8],
+        given: usize,
+    }
+
+    impl Read for Counted<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            self.given += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_single_message_over_the_limit_is_read_no_further_than_the_limit_and_one_byte() {
+        let data = format!("Subject: big\n\n{}\n", "x".repeat(5000));
+        let mut reader = std::io::BufReader::with_capacity(
+            4,
+            Counted {
+                data: data.as_bytes(),
+                given: 0,
+            },
+        );
+        let mut kept = Vec::new();
+        let read = stream(
+            Path::new("big.txt"),
+            &mut reader,
+            false,
+            1000,
+            &mut |handed| {
+                if let Handed::TooLarge(too_large) = handed {
+                    kept = too_large.head;
+                }
+                ControlFlow::Continue(())
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read.messages, 1);
+        assert_eq!(kept, &data.as_bytes()[..1000]);
+        // 1,001 bytes tell that the message is larger than 1,000; the reader's 4-byte buffer
+        // may have taken up to 3 more. Not the other 4,000.
+        let given = reader.get_ref().given;
+        assert!(
+            (1001..=1004).contains(&given),
+            "{given} of {} bytes read",
+            data.len()
+        );
+    }
+
+    #[test]
+    fn a_message_too_large_is_a_typed_error_naming_the_path_and_the_limit() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("one-long-line.txt");
+        // No line break at all: the first line is read no further than the limit either.
+        std::fs::write(&path, "y".repeat(5000)).unwrap_or_else(|e| panic!("{e}"));
+        let err = read_within(&Input::File(path.clone()), 1000, &mut |_| {
+            ControlFlow::Continue(())
+        })
+        .expect_err("a message over the limit is an error");
+        let name = path.display().to_string();
+        assert!(
+            matches!(&err, SourceError::TooLarge(e) if e.path == name && e.index == 0 && e.limit == 1000 && e.kept == 1000),
+            "{err:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{name}, message 0: larger than 1000 bytes, the most one message may be; it was not read whole (its first 1000 bytes are kept); split it into smaller files if it really is mail"
+            )
+        );
+    }
+
+    #[test]
+    fn a_single_message_of_exactly_the_limit_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("exact.txt");
+        let data = format!("Subject: exact\n\n{}", "z".repeat(1000 - 16));
+        assert_eq!(data.len(), 1000);
+        std::fs::write(&path, &data).unwrap_or_else(|e| panic!("{e}"));
+        let (all, _) = bounded(&Input::File(path), 1000);
+        assert_eq!(all, vec![Seen::Message(0, data.into_bytes())]);
+    }
+
+    /// An mbox of a small message, one of 5,000 bytes and more, and another small one; and what
+    /// a reader of messages of at most 1,000 bytes hands over for it, read from `path`.
+    fn mbox_with_a_large_entry(path: &str) -> (Vec<u8>, Vec<Seen>) {
+        let one = "Subject: one\n\nsmall\n";
+        let big = format!("Subject: big\n\n{}\n", "x\n".repeat(2500));
+        let three = "Subject: three\n\nsmall\n";
+        let mbox = format!("{FROM_LINE}{one}{FROM_LINE}{big}{FROM_LINE}{three}");
+        let kept = 1000 - FROM_LINE.len();
+        let expected = vec![
+            Seen::Message(0, one.as_bytes().to_vec()),
+            Seen::TooLarge(
+                1,
+                big.as_bytes()[..kept].to_vec(),
+                TooLarge {
+                    path: path.to_owned(),
+                    index: 1,
+                    limit: 1000,
+                    kept,
+                },
+            ),
+            Seen::Message(2, three.as_bytes().to_vec()),
+        ];
+        (mbox.into_bytes(), expected)
+    }
+
+    #[test]
+    fn an_mbox_entry_over_the_limit_is_handed_over_as_too_large_and_reading_goes_on() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("large.mbox");
+        let (mbox, expected) = mbox_with_a_large_entry(&path.display().to_string());
+        std::fs::write(&path, &mbox).unwrap_or_else(|e| panic!("{e}"));
+        // Read in one piece: the large entry is found whole, then cut.
+        let (all, read) = bounded(&Input::File(path), 1000);
+        assert_eq!(all, expected);
+        assert_eq!(read.messages, 3);
+        assert!(!read.stopped);
+    }
+
+    #[test]
+    fn an_mbox_entry_over_the_limit_is_skipped_without_holding_it_when_read_in_small_pieces() {
+        let (mbox, expected) = mbox_with_a_large_entry("trickle.mbox");
+        let mut all = Vec::new();
+        let read = stream(
+            Path::new("trickle.mbox"),
+            std::io::BufReader::with_capacity(4, Trickle(&mbox)),
+            false,
+            1000,
+            &mut |handed| {
+                all.push(seen(handed));
+                ControlFlow::Continue(())
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        // The entry outgrew the limit before its end was read: it was handed over from its
+        // first bytes and the rest skipped up to the next `From ` line, which a read had cut.
+        assert_eq!(all, expected);
+        assert_eq!(read.messages, 3);
+    }
+
+    #[test]
+    fn a_lone_gz_of_an_mbox_streams_its_three_messages() {
+        use flate2::write::GzEncoder;
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let messages = [
+            "Subject: one\n\nfirst body\n",
+            "Subject: two\n\nsecond body\n",
+            "Subject: three\n\nthird body\n",
+        ];
+        let mbox: String = messages.iter().map(|m| format!("{FROM_LINE}{m}")).collect();
+        let mut gz = GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(mbox.as_bytes())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("three.gz");
+        std::fs::write(&path, gz.finish().unwrap_or_else(|e| panic!("{e}")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        // A limit under the whole input but over each message: the input is split as it is
+        // decompressed, never taken as one message.
+        let limit = 80;
+        assert!(mbox.len() > limit);
+        let (all, read) = bounded(&Input::File(path), limit);
+        let expected: Vec<Seen> = (0u64..)
+            .zip(messages)
+            .map(|(i, m)| Seen::Message(i, m.as_bytes().to_vec()))
+            .collect();
+        assert_eq!(all, expected);
+        assert_eq!(read.messages, 3);
     }
 
     #[test]

@@ -7,13 +7,18 @@
 //! memory limit, and a connection limit.
 
 mod auth;
+mod bounded;
+mod cursor;
+mod execute;
 pub mod functions;
+mod lease;
 mod rewrite;
 mod savepoint;
 
 use crate::ServeError;
 use async_trait::async_trait;
-use auth::{Account, Startup};
+use auth::{Account, Admission, Startup};
+use cursor::{CursorHook, Cursors};
 use datafusion::common::ParamValues;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
@@ -21,11 +26,10 @@ use datafusion::sql::sqlparser::ast::Statement;
 use datafusion_postgres::datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
 use datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
 use datafusion_postgres::hooks::HookClient;
-use datafusion_postgres::hooks::cursor::CursorStatementHook;
 use datafusion_postgres::hooks::set_show::SetShowHook;
 use datafusion_postgres::hooks::transactions::TransactionStatementHook;
 use datafusion_postgres::pgwire::api::cancel::DefaultCancelHandler;
-use datafusion_postgres::pgwire::api::portal::{Format, Portal};
+use datafusion_postgres::pgwire::api::portal::{Format, Portal, PortalExecutionState};
 use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use datafusion_postgres::pgwire::api::results::{FieldInfo, Response};
 use datafusion_postgres::pgwire::api::stmt::QueryParser;
@@ -41,20 +45,24 @@ use datafusion_postgres::pgwire::messages::response::TransactionStatus;
 use datafusion_postgres::pgwire::messages::simplequery::Query;
 use datafusion_postgres::pgwire::tokio::process_socket;
 use datafusion_postgres::{DfSessionService, Parser, QueryHook};
-use futures::{Sink, Stream, StreamExt};
+use futures::Sink;
+use lease::Lease;
 use lkplake_query::Engine;
 use lkplake_query::policy::{self, Refused};
 use lkplake_shutdown::Token as CancellationToken;
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
+
+/// The most SQL text one statement message may carry. Parsing and planning run on the
+/// connection's task, so the text's size is what bounds their cost.
+pub const MAX_SQL_BYTES: usize = 1 << 20;
 
 /// How the server listens and what it allows.
 #[derive(Debug, Clone)]
@@ -69,8 +77,13 @@ pub struct ServeConfig {
     /// The longest a statement may run, streaming its rows included. A client may ask for less
     /// with `SET statement_timeout`, never for more.
     pub statement_timeout: Duration,
-    /// Connections beyond this are turned away; 0 means no limit.
+    /// Logged-in connections beyond this are refused with 53300; 0 means no limit.
     pub max_connections: usize,
+    /// Connections still starting up (not yet logged in) at once; beyond it a new socket is
+    /// refused with 53300 at once.
+    pub max_starting: usize,
+    /// How long a connection may take to log in before it is closed.
+    pub startup_timeout: Duration,
     /// Statements executing at once; the others wait (within their statement timeout). The
     /// memory limit is shared by the running ones, so this is what keeps many clients from
     /// exhausting it.
@@ -127,15 +140,8 @@ pub async fn serve(
     stop: CancellationToken,
     grace: Duration,
 ) {
-    let activity = Arc::new(Activity::default());
-    let handlers = Arc::new(Handlers::new(
-        engine.context(),
-        config,
-        stop.clone(),
-        Arc::clone(&activity),
-    ));
-    let limiter =
-        (config.max_connections > 0).then(|| Arc::new(Semaphore::new(config.max_connections)));
+    let shared = Arc::new(Shared::new(engine.context(), config, stop.clone()));
+    let starting = Arc::new(Semaphore::new(config.max_starting.max(1)));
     let connections = TaskTracker::new();
     loop {
         let (socket, peer) = tokio::select! {
@@ -149,27 +155,12 @@ pub async fn serve(
                 }
             },
         };
-        let permit = match &limiter {
-            Some(limiter) => match Arc::clone(limiter).try_acquire_owned() {
-                Ok(permit) => Some(permit),
-                Err(_) => {
-                    tracing::warn!(
-                        %peer,
-                        max = config.max_connections,
-                        "connection refused: --max-connections reached"
-                    );
-                    continue;
-                }
-            },
-            None => None,
-        };
-        connections.spawn(connection(
+        connections.spawn(admit(
             socket,
             peer,
-            Arc::clone(&handlers),
-            stop.clone(),
-            Arc::clone(&activity),
-            permit,
+            Arc::clone(&shared),
+            Arc::clone(&starting),
+            config.max_starting,
         ));
     }
     drop(listener);
@@ -190,14 +181,44 @@ pub async fn serve(
     }
 }
 
-/// One client connection, until it ends or, once the server stops, until it is idle.
+/// How long a new socket waits for a place among the connections logging in before it is
+/// refused: long enough for connections that just ended to give theirs back.
+const STARTING_WAIT: Duration = Duration::from_secs(1);
+
+/// Serves a new socket once it has a place among the connections logging in, or refuses it
+/// with 53300.
+async fn admit(
+    socket: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    starting: Arc<Semaphore>,
+    max_starting: usize,
+) {
+    match tokio::time::timeout(STARTING_WAIT, starting.acquire_owned()).await {
+        Ok(Ok(permit)) => connection(socket, peer, shared, permit).await,
+        _ => {
+            tracing::warn!(
+                %peer,
+                max = max_starting,
+                "connection refused: too many connections are still logging in"
+            );
+            refuse(
+                socket,
+                &auth::too_many_connections(&format!(
+                    "{max_starting} connections are still logging in"
+                )),
+            );
+        }
+    }
+}
+
+/// One client connection, until it ends or, once the server stops, until it is idle. One
+/// that has not logged in within the startup timeout is closed.
 async fn connection(
     socket: TcpStream,
     peer: SocketAddr,
-    handlers: Arc<Handlers>,
-    stop: CancellationToken,
-    activity: Arc<Activity>,
-    _permit: Option<OwnedSemaphorePermit>,
+    shared: Arc<Shared>,
+    starting: OwnedSemaphorePermit,
 ) {
     // A second handle on the socket, for the goodbye of a stopping server: pgwire owns the
     // first one for as long as the connection is served.
@@ -208,17 +229,30 @@ async fn connection(
             return;
         }
     };
+    let admission = Arc::new(Admission::new(
+        shared.slots.clone(),
+        shared.max_connections,
+        starting,
+    ));
+    let handlers = Arc::new(Handlers::new(&shared, Arc::clone(&admission)));
     let served = process_socket(socket, None, handlers);
     tokio::pin!(served);
+    let expired = startup_expired(&admission, shared.startup_timeout);
+    tokio::pin!(expired);
     tokio::select! {
         ended = &mut served => {
             if let Err(e) = ended {
                 tracing::debug!(%peer, "Postgres connection: {e}");
             }
-            activity.forget(peer);
+            shared.activity.forget(peer);
             return;
         }
-        () = stop.cancelled() => {}
+        () = &mut expired => {
+            tracing::info!(%peer, timeout = ?shared.startup_timeout, "closing a connection that did not log in in time");
+            say(goodbye, &startup_timed_out(shared.startup_timeout));
+            return;
+        }
+        () = shared.stop.cancelled() => {}
     }
     // Stopping: the statement in flight runs to its end (its rows included); the connection
     // is closed once it has been idle for a poll, which also lets the client read the end of
@@ -226,20 +260,48 @@ async fn connection(
     loop {
         tokio::select! {
             _ = &mut served => {
-                activity.forget(peer);
+                shared.activity.forget(peer);
                 return;
             }
             () = tokio::time::sleep(IDLE_POLL) => {
-                if activity.idle_for(peer) >= IDLE_POLL {
+                if shared.activity.idle_for(peer) >= IDLE_POLL {
                     break;
                 }
             }
         }
     }
-    activity.forget(peer);
+    shared.activity.forget(peer);
     // What Postgres sends every idle backend in a fast shutdown, so the client reports the
     // reason instead of "server closed the connection unexpectedly".
-    say_goodbye(goodbye);
+    say(goodbye, &admin_shutdown("FATAL"));
+}
+
+/// Completes once `timeout` has passed without the connection logging in; never after.
+async fn startup_expired(admission: &Admission, timeout: Duration) {
+    tokio::time::sleep(timeout).await;
+    if admission.is_authenticated() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// SQLSTATE 08006 with Postgres' wording for a login that took too long.
+fn startup_timed_out(timeout: Duration) -> ErrorInfo {
+    ErrorInfo::new(
+        "FATAL".to_owned(),
+        "08006".to_owned(),
+        format!(
+            "canceling authentication due to timeout (the login must finish within {} ms)",
+            timeout.as_millis()
+        ),
+    )
+}
+
+/// Answers a socket that is turned away before any message is read.
+fn refuse(socket: TcpStream, error: &ErrorInfo) {
+    match socket.into_std() {
+        Ok(socket) => say(socket, error),
+        Err(e) => tracing::debug!("refusing a client: {e}"),
+    }
 }
 
 fn split_for_goodbye(socket: TcpStream) -> std::io::Result<(TcpStream, std::net::TcpStream)> {
@@ -248,16 +310,16 @@ fn split_for_goodbye(socket: TcpStream) -> std::io::Result<(TcpStream, std::net:
     Ok((TcpStream::from_std(socket)?, goodbye))
 }
 
-/// Writes a FATAL 57P01 ErrorResponse and closes the connection. Only called between
-/// statements, when the server is not in the middle of a message of its own.
-fn say_goodbye(mut socket: std::net::TcpStream) {
+/// Writes an ErrorResponse and closes the connection. Only called when the server is not in
+/// the middle of a message of its own (between statements, or before the startup finished).
+fn say(mut socket: std::net::TcpStream, error: &ErrorInfo) {
     use std::io::Write;
     let mut fields = Vec::new();
     for (code, value) in [
-        (b'S', "FATAL"),
-        (b'V', "FATAL"),
-        (b'C', "57P01"),
-        (b'M', "terminating connection due to administrator command"),
+        (b'S', error.severity.as_str()),
+        (b'V', error.severity.as_str()),
+        (b'C', error.code.as_str()),
+        (b'M', error.message.as_str()),
     ] {
         fields.push(code);
         fields.extend_from_slice(value.as_bytes());
@@ -331,47 +393,85 @@ impl Drop for Running {
     }
 }
 
-struct Handlers {
-    service: Arc<LakeService>,
+/// What every connection of a server shares.
+struct Shared {
+    /// The engine's session: each connection runs in a copy of it, which shares its tables,
+    /// functions, memory pool and query executor but keeps its own settings.
+    base: SessionContext,
+    statement_timeout: Duration,
+    running: Arc<Semaphore>,
+    stop: CancellationToken,
+    activity: Arc<Activity>,
     account: Option<Arc<Account>>,
     connections: Arc<ConnectionManager>,
     cancel: Arc<DefaultCancelHandler>,
+    slots: Option<Arc<Semaphore>>,
+    max_connections: usize,
+    startup_timeout: Duration,
 }
 
-impl Handlers {
-    fn new(
-        ctx: &SessionContext,
-        config: &ServeConfig,
-        stop: CancellationToken,
-        activity: Arc<Activity>,
-    ) -> Self {
-        let hooks: Vec<Arc<dyn QueryHook>> = vec![
-            Arc::new(ReadOnlyHook),
-            Arc::new(savepoint::SavepointHook),
-            Arc::new(CursorStatementHook),
-            Arc::new(SetShowHook),
-            Arc::new(TransactionStatementHook),
-        ];
-        let inner = DfSessionService::new_with_hooks(Arc::new(ctx.clone()), hooks);
-        let parser = Arc::new(GuardedParser {
-            inner: inner.query_parser(),
-        });
+impl Shared {
+    fn new(ctx: &SessionContext, config: &ServeConfig, stop: CancellationToken) -> Self {
         let connections = Arc::new(ConnectionManager::new());
         Self {
-            service: Arc::new(LakeService {
-                inner,
-                parser,
-                statement_timeout: config.statement_timeout,
-                running: Arc::new(Semaphore::new(config.max_running.max(1))),
-                stop,
-                activity,
-            }),
+            base: ctx.clone(),
+            statement_timeout: config.statement_timeout,
+            running: Arc::new(Semaphore::new(config.max_running.max(1))),
+            stop,
+            activity: Arc::new(Activity::default()),
             account: config
                 .password
                 .as_deref()
                 .map(|p| Arc::new(Account::new(&config.user, p))),
             cancel: Arc::new(DefaultCancelHandler::new(Arc::clone(&connections))),
             connections,
+            slots: (config.max_connections > 0)
+                .then(|| Arc::new(Semaphore::new(config.max_connections))),
+            max_connections: config.max_connections,
+            startup_timeout: config.startup_timeout,
+        }
+    }
+}
+
+/// The handlers of one connection.
+struct Handlers {
+    service: Arc<LakeService>,
+    startup: Arc<Startup>,
+    cancel: Arc<DefaultCancelHandler>,
+}
+
+impl Handlers {
+    fn new(shared: &Arc<Shared>, admission: Arc<Admission>) -> Self {
+        // A session of the connection's own: `SET timezone` and the other settings DataFusion
+        // keeps in its session config then change this client's answers only.
+        let ctx = Arc::new(SessionContext::new_with_state(shared.base.state()));
+        let hooks: Vec<Arc<dyn QueryHook>> = vec![
+            Arc::new(ReadOnlyHook),
+            Arc::new(savepoint::SavepointHook),
+            Arc::new(CursorHook {
+                cursors: Arc::new(Cursors::default()),
+            }),
+            Arc::new(SetShowHook),
+            Arc::new(TransactionStatementHook),
+        ];
+        let inner = DfSessionService::new_with_hooks(ctx, hooks);
+        let parser = Arc::new(GuardedParser {
+            inner: inner.query_parser(),
+            statement_timeout: shared.statement_timeout,
+        });
+        Self {
+            service: Arc::new(LakeService {
+                inner,
+                parser,
+                shared: Arc::clone(shared),
+                portals: std::sync::Mutex::default(),
+            }),
+            startup: Arc::new(Startup::new(
+                shared.account.as_ref(),
+                &shared.connections,
+                admission,
+            )),
+            cancel: Arc::clone(&shared.cancel),
         }
     }
 }
@@ -386,7 +486,7 @@ impl PgWireServerHandlers for Handlers {
     }
 
     fn startup_handler(&self) -> Arc<impl datafusion_postgres::pgwire::api::auth::StartupHandler> {
-        Arc::new(Startup::new(self.account.as_ref(), &self.connections))
+        Arc::clone(&self.startup)
     }
 
     fn error_handler(&self) -> Arc<impl ErrorHandler> {
@@ -409,26 +509,82 @@ impl ErrorHandler for LogErrors {
     }
 }
 
+fn user_error(severity: &str, code: &str, message: String) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        severity.to_owned(),
+        code.to_owned(),
+        message,
+    )))
+}
+
 /// SQLSTATE 25006, `read_only_sql_transaction`: what Postgres answers to a write on a
 /// read-only server, so clients and their users recognise it.
 fn refused(refusal: &Refused) -> PgWireError {
-    PgWireError::UserError(Box::new(ErrorInfo::new(
-        "ERROR".to_owned(),
-        "25006".to_owned(),
-        refusal.to_string(),
-    )))
+    user_error("ERROR", "25006", refusal.to_string())
 }
 
 /// SQLSTATE 57014, `query_canceled`, with Postgres' own wording.
 fn timed_out(limit: Duration) -> PgWireError {
-    PgWireError::UserError(Box::new(ErrorInfo::new(
-        "ERROR".to_owned(),
-        "57014".to_owned(),
+    user_error(
+        "ERROR",
+        "57014",
         format!(
             "canceling statement due to statement timeout ({} ms)",
             limit.as_millis()
         ),
-    )))
+    )
+}
+
+/// SQLSTATE 57P01, `admin_shutdown`, with Postgres' own wording.
+fn admin_shutdown(severity: &str) -> ErrorInfo {
+    ErrorInfo::new(
+        severity.to_owned(),
+        "57P01".to_owned(),
+        "terminating connection due to administrator command".to_owned(),
+    )
+}
+
+/// Refuses SQL text over [`MAX_SQL_BYTES`] with SQLSTATE 54000, `program_limit_exceeded`,
+/// before it is parsed.
+fn check_size(sql: &str) -> PgWireResult<()> {
+    if sql.len() > MAX_SQL_BYTES {
+        return Err(user_error(
+            "ERROR",
+            "54000",
+            format!(
+                "statement text of {} bytes is over the server's limit of {MAX_SQL_BYTES} bytes (1 MiB)",
+                sql.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The client's `statement_timeout` when it asked for one shorter than the server's.
+fn limit_for<C: ClientInfo + ?Sized>(client: &C, server: Duration) -> Duration {
+    client
+        .metadata()
+        .get("statement_timeout_ms")
+        .and_then(|ms| ms.parse::<u64>().ok())
+        .map(Duration::from_millis)
+        .filter(|&asked| asked < server)
+        .unwrap_or(server)
+}
+
+/// Runs `work` (parsing and planning) within `deadline`. Planning mostly runs without yielding,
+/// so work that overran the deadline is also refused once it returns.
+async fn within<T>(
+    deadline: Instant,
+    limit: Duration,
+    work: impl Future<Output = PgWireResult<T>>,
+) -> PgWireResult<T> {
+    let done = tokio::time::timeout_at(deadline, work)
+        .await
+        .map_err(|_| timed_out(limit))??;
+    if Instant::now() > deadline {
+        return Err(timed_out(limit));
+    }
+    Ok(done)
 }
 
 /// The statement-level policy, run on every statement the Postgres-compatible parser produced
@@ -473,9 +629,11 @@ impl QueryHook for ReadOnlyHook {
 
 type DfStatement = <Parser as QueryParser>::Statement;
 
-/// The extended protocol's parser with the read-only policy in front.
+/// The extended protocol's parser with the size limit, the read-only policy and the
+/// statement timeout in front.
 struct GuardedParser {
     inner: Arc<Parser>,
+    statement_timeout: Duration,
 }
 
 #[async_trait]
@@ -491,10 +649,13 @@ impl QueryParser for GuardedParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        check_size(sql)?;
         policy::check_sql(sql).map_err(|r| refused(&r))?;
+        let limit = limit_for(client, self.statement_timeout);
+        let deadline = Instant::now() + limit;
         let sql = rewrite::search_path(sql);
         let sql = rewrite::catalog_subqueries(&sql);
-        self.inner.parse_sql(client, &sql, types).await
+        within(deadline, limit, self.inner.parse_sql(client, &sql, types)).await
     }
 
     fn get_parameter_types(&self, stmt: &Self::Statement) -> PgWireResult<Vec<Type>> {
@@ -510,111 +671,67 @@ impl QueryParser for GuardedParser {
     }
 }
 
-/// `DfSessionService` with the policy checked first and the statement timeout applied to the
-/// whole statement: planning, execution and the rows as they stream out.
+/// One connection's `DfSessionService` with the policy checked first, each statement admitted
+/// to one of `--max-running` turns and bounded by the statement timeout as a whole: planning,
+/// execution and the rows as they stream out.
 struct LakeService {
     inner: DfSessionService,
     parser: Arc<GuardedParser>,
-    statement_timeout: Duration,
-    running: Arc<Semaphore>,
-    stop: CancellationToken,
-    activity: Arc<Activity>,
-}
-
-/// SQLSTATE 57P01, `admin_shutdown`, with Postgres' own wording: a statement that arrives
-/// while the server stops.
-fn shutting_down() -> PgWireError {
-    PgWireError::UserError(Box::new(ErrorInfo::new(
-        "FATAL".to_owned(),
-        "57P01".to_owned(),
-        "terminating connection due to administrator command".to_owned(),
-    )))
-}
-
-/// What a statement holds while it runs: its turn to execute and its place in the
-/// connection's activity.
-#[derive(Clone)]
-struct Held {
-    _permit: Arc<OwnedSemaphorePermit>,
-    _running: Arc<Running>,
+    shared: Arc<Shared>,
+    /// The leases of the extended protocol's portals that returned rows, by portal name: a
+    /// suspended portal gives its turn back between `Execute`s.
+    portals: std::sync::Mutex<HashMap<String, Arc<Lease>>>,
 }
 
 impl LakeService {
-    /// Starts a statement: refused once the server stops, else counted as running and
-    /// admitted within its deadline.
-    async fn begin<C: ClientInfo + ?Sized>(
-        &self,
-        client: &C,
-        deadline: Instant,
-        limit: Duration,
-    ) -> PgWireResult<Held> {
-        if self.stop.is_cancelled() {
-            return Err(shutting_down());
+    /// Starts a statement: refused once the server stops, else admitted within its timeout.
+    async fn begin<C: ClientInfo + ?Sized>(&self, client: &C) -> PgWireResult<Arc<Lease>> {
+        if self.shared.stop.is_cancelled() {
+            return Err(PgWireError::UserError(Box::new(admin_shutdown("FATAL"))));
         }
-        let running = self.activity.start(client.socket_addr());
-        let permit = self.admit(deadline, limit).await?;
-        Ok(Held {
-            _permit: permit,
-            _running: running,
-        })
+        let limit = limit_for(client, self.shared.statement_timeout);
+        Lease::take(
+            &self.shared.running,
+            &self.shared.activity,
+            client.socket_addr(),
+            limit,
+        )
+        .await
     }
 
-    /// Waits for a turn to execute, within the statement's deadline.
-    async fn admit(
-        &self,
-        deadline: Instant,
-        limit: Duration,
-    ) -> PgWireResult<Arc<OwnedSemaphorePermit>> {
-        tokio::time::timeout_at(deadline, Arc::clone(&self.running).acquire_owned())
-            .await
-            .map_err(|_| timed_out(limit))?
-            .map(Arc::new)
-            .map_err(|e| PgWireError::ApiError(Box::new(e)))
+    fn portal_lease(&self, name: &str) -> Option<Arc<Lease>> {
+        self.portals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
     }
 
-    /// The client's `statement_timeout` when it asked for one shorter than the server's.
-    fn limit<C: ClientInfo + ?Sized>(&self, client: &C) -> Duration {
-        client
-            .metadata()
-            .get("statement_timeout_ms")
-            .and_then(|ms| ms.parse::<u64>().ok())
-            .map(Duration::from_millis)
-            .filter(|&asked| asked < self.statement_timeout)
-            .unwrap_or(self.statement_timeout)
+    fn keep_lease(&self, name: &str, lease: Option<Arc<Lease>>) {
+        let mut portals = self.portals.lock().unwrap_or_else(|e| e.into_inner());
+        match lease {
+            Some(lease) => portals.insert(name.to_owned(), lease),
+            None => portals.remove(name),
+        };
     }
 }
 
-type RowStream = Pin<
-    Box<
-        dyn Stream<Item = PgWireResult<datafusion_postgres::pgwire::messages::data::DataRow>>
-            + Send,
-    >,
->;
-
-/// Ends `rows` with a timeout error once `deadline` passes; dropping the inner stream stops
-/// DataFusion's execution.
-/// The permit is held until the last row is sent (or the stream dropped): execution is lazy,
-/// so the statement is running for as long as its rows stream.
-fn until(rows: RowStream, deadline: Instant, limit: Duration, permit: Held) -> RowStream {
-    let sleep = Box::pin(tokio::time::sleep_until(deadline));
-    Box::pin(futures::stream::unfold(
-        Some((rows, sleep, permit)),
-        move |state| async move {
-            let (mut rows, mut sleep, permit) = state?;
-            tokio::select! {
-                biased;
-                row = rows.next() => row.map(|row| (row, Some((rows, sleep, permit)))),
-                () = &mut sleep => Some((Err(timed_out(limit)), None)),
-            }
-        },
-    ))
+/// Whether the portal stopped at its row limit with more rows to send.
+async fn is_suspended(portal: Option<&Arc<Portal<DfStatement>>>) -> bool {
+    match portal {
+        Some(portal) => matches!(
+            *portal.state().lock().await,
+            PortalExecutionState::Suspended(_)
+        ),
+        None => false,
+    }
 }
 
-fn bounded(response: Response, deadline: Instant, limit: Duration, held: &Held) -> Response {
+fn bounded(response: Response, lease: &Arc<Lease>) -> Response {
     match response {
         Response::Query(mut query) => {
             let rows = std::mem::replace(&mut query.data_rows, Box::pin(futures::stream::empty()));
-            query.data_rows = until(rows, deadline, limit, held.clone());
+            query.data_rows = lease::until(rows, Arc::clone(lease));
             Response::Query(query)
         }
         other => other,
@@ -652,22 +769,18 @@ impl SimpleQueryHandler for LakeService {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        check_size(query)?;
         policy::check_sql(query).map_err(|r| refused(&r))?;
         let query = rewrite::search_path(query);
         let query = rewrite::catalog_subqueries(&query);
-        let limit = self.limit(client);
-        let deadline = Instant::now() + limit;
-        let held = self.begin(client, deadline, limit).await?;
-        let responses = tokio::time::timeout_at(
-            deadline,
+        let lease = self.begin(client).await?;
+        let responses = within(
+            lease.deadline(),
+            lease.limit(),
             SimpleQueryHandler::do_query(&self.inner, client, &query),
         )
-        .await
-        .map_err(|_| timed_out(limit))??;
-        Ok(responses
-            .into_iter()
-            .map(|r| bounded(r, deadline, limit, &held))
-            .collect())
+        .await?;
+        Ok(responses.into_iter().map(|r| bounded(r, &lease)).collect())
     }
 }
 
@@ -687,11 +800,44 @@ impl ExtendedQueryHandler for LakeService {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let portal = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-        if let Some(Entry::Value(portal)) = client.portal_store().get_portal(portal) {
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME).to_owned();
+        let portal = match client.portal_store().get_portal(&name) {
+            Some(Entry::Value(portal)) => Some(portal),
+            _ => None,
+        };
+        if let Some(portal) = &portal {
             recover_for(client, &portal.statement.statement.0);
         }
-        self._on_execute(client, message).await
+        // A suspended portal asked for more rows takes a turn again, under a new deadline.
+        if is_suspended(portal.as_ref()).await
+            && let Some(lease) = self.portal_lease(&name)
+        {
+            if self.shared.stop.is_cancelled() {
+                return Err(PgWireError::UserError(Box::new(admin_shutdown("FATAL"))));
+            }
+            lease.resume().await?;
+        }
+        let executed = match &portal {
+            Some(portal)
+                if message.max_rows == 0
+                    && execute::streams_whole(portal, self.portal_lease(&name).is_some()).await =>
+            {
+                self.stream_whole(client, portal).await
+            }
+            _ => self._on_execute(client, message).await,
+        };
+        // Between Executes a suspended portal holds no turn; a finished one needs no lease.
+        if let Some(lease) = self.portal_lease(&name) {
+            lease.release();
+            let portal = match client.portal_store().get_portal(&name) {
+                Some(Entry::Value(portal)) => Some(portal),
+                _ => None,
+            };
+            if !is_suspended(portal.as_ref()).await {
+                self.keep_lease(&name, None);
+            }
+        }
+        executed
     }
 
     async fn do_query<C>(
@@ -706,15 +852,16 @@ impl ExtendedQueryHandler for LakeService {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let limit = self.limit(client);
-        let deadline = Instant::now() + limit;
-        let held = self.begin(client, deadline, limit).await?;
-        let response = tokio::time::timeout_at(
-            deadline,
+        let lease = self.begin(client).await?;
+        let response = within(
+            lease.deadline(),
+            lease.limit(),
             ExtendedQueryHandler::do_query(&self.inner, client, portal, max_rows),
         )
-        .await
-        .map_err(|_| timed_out(limit))??;
-        Ok(bounded(response, deadline, limit, &held))
+        .await?;
+        if matches!(response, Response::Query(_)) {
+            self.keep_lease(&portal.name, Some(Arc::clone(&lease)));
+        }
+        Ok(bounded(response, &lease))
     }
 }
