@@ -986,37 +986,76 @@ mod tests {
     }
 
     #[test]
-    fn degenerate_params_do_not_panic() {
+    fn degenerate_params_give_the_answers_their_rules_imply() {
+        // One 30 % step at 60 under 1 % noise: found at 60 by the defaults.
         let series = steps(&[(60, 100.0), (60, 130.0)], 0.01, 9);
-        for window in [0, 1, 2, 3, usize::MAX - 1, usize::MAX] {
-            let params = Params {
+        let with = |params: Params| indices(&change_points(&series, &params));
+        assert_eq!(with(Params::default()), vec![60]);
+        // Windows below 2 are taken as 2; a window longer than the series is the series.
+        let two = with(Params {
+            window: 2,
+            ..Params::default()
+        });
+        for window in [0, 1] {
+            let got = with(Params {
                 window,
                 ..Params::default()
-            };
-            let _ = change_points(&series, &params);
+            });
+            assert_eq!(got, two, "window {window}");
         }
-        for max_pvalue in [f64::NAN, -1.0, 0.0, 1.0, 2.0, f64::INFINITY] {
-            let params = Params {
+        for window in [3, usize::MAX - 1, usize::MAX] {
+            let got = with(Params {
+                window,
+                ..Params::default()
+            });
+            assert!(
+                got.iter().all(|&i| 0 < i && i < 120),
+                "window {window}: {got:?}"
+            );
+            if window > 120 {
+                assert_eq!(got, vec![60], "window {window}");
+            }
+        }
+        // No p-value is below NaN, -1 or 0, so the merge removes every point.
+        for max_pvalue in [f64::NAN, -1.0, 0.0] {
+            let got = with(Params {
                 max_pvalue,
                 ..Params::default()
-            };
-            let _ = change_points(&series, &params);
+            });
+            assert_eq!(got, Vec::<usize>::new(), "max_pvalue {max_pvalue}");
         }
-        for min_magnitude in [f64::NAN, -1.0, f64::INFINITY] {
-            let params = Params {
+        // Every p-value passes these: points are kept, each inside the series, in order.
+        for max_pvalue in [1.0, 2.0, f64::INFINITY] {
+            let got = with(Params {
+                max_pvalue,
+                ..Params::default()
+            });
+            assert!(
+                got.windows(2).all(|w| w[0] < w[1]) && got.iter().all(|&i| 0 < i && i < 120),
+                "max_pvalue {max_pvalue}: {got:?}"
+            );
+        }
+        // No magnitude is above NaN or infinity; every one is above -1.
+        for min_magnitude in [f64::NAN, f64::INFINITY] {
+            let got = with(Params {
                 min_magnitude,
                 ..Params::default()
-            };
-            let _ = change_points(&series, &params);
+            });
+            assert_eq!(got, Vec::<usize>::new(), "min_magnitude {min_magnitude}");
         }
+        let got = with(Params {
+            min_magnitude: -1.0,
+            ..Params::default()
+        });
+        assert_eq!(got, vec![60]);
     }
 
     #[test]
-    fn extreme_magnitudes_do_not_panic() {
+    fn extreme_magnitudes_are_exact_after_rescaling() {
         let p = Params::default();
         let mut huge = vec![f64::MAX; 30];
         huge.extend([-f64::MAX; 30]);
-        let _ = change_points(&huge, &p);
+        assert_eq!(indices(&change_points(&huge, &p)), vec![30]);
         let tiny: Vec<f64> = (0..100)
             .map(|i| if i < 50 { 1e-300 } else { 2e-300 })
             .collect();
