@@ -619,8 +619,9 @@ impl Server {
         self.psql_session(password, &[sql])
     }
 
-    /// psql sending each statement as its own query, in one session.
-    pub fn psql_session(&self, password: &str, statements: &[&str]) -> Output {
+    /// psql with unaligned, tuples-only output and verbose errors, stopping at the first error;
+    /// the caller adds what it runs (`-c` statements, or statements on stdin) before the DSN.
+    pub fn psql_command(&self) -> Command {
         let mut cmd = Command::new("psql");
         cmd.args([
             "-X",
@@ -631,6 +632,12 @@ impl Server {
             "-v",
             "VERBOSITY=verbose",
         ]);
+        cmd
+    }
+
+    /// psql sending each statement as its own query, in one session.
+    pub fn psql_session(&self, password: &str, statements: &[&str]) -> Output {
+        let mut cmd = self.psql_command();
         for sql in statements {
             cmd.args(["-c", sql]);
         }

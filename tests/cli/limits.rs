@@ -234,17 +234,8 @@ fn sql_text_over_one_mebibyte_is_refused_and_planning_obeys_the_statement_timeou
     let server = Server::start(&lake, &[]);
     // Simple protocol: psql reading a 2 MiB statement from stdin.
     let long = format!("SELECT 1 AS x{}", " ".repeat(2 << 20));
-    let mut psql = Command::new("psql");
-    psql.args([
-        "-X",
-        "-A",
-        "-t",
-        "-v",
-        "ON_ERROR_STOP=1",
-        "-v",
-        "VERBOSITY=verbose",
-    ])
-    .arg(server.dsn(PG_PASSWORD));
+    let mut psql = server.psql_command();
+    psql.arg(server.dsn(PG_PASSWORD));
     let out = crate::common::run_with_stdin(psql, format!("{long};\n").as_bytes());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "a 2 MiB statement was run");

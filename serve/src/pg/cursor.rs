@@ -10,6 +10,7 @@
 //! schema is kept per connection, so a client that describes the cursor's portal, or prepares
 //! a `FETCH` from it, is told its real columns.
 
+use super::user_error;
 use async_trait::async_trait;
 use datafusion::common::ParamValues;
 use datafusion::common::{DFSchema, DFSchemaRef};
@@ -27,7 +28,7 @@ use datafusion_postgres::pgwire::api::portal::{Format, Portal, PortalExecutionSt
 use datafusion_postgres::pgwire::api::results::{FieldInfo, QueryResponse, Response, Tag};
 use datafusion_postgres::pgwire::api::stmt::StoredStatement;
 use datafusion_postgres::pgwire::api::store::PortalStore;
-use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::error::{PgWireError, PgWireResult};
 use datafusion_postgres::pgwire::messages::data::DataRow;
 use futures::{StreamExt, TryStreamExt};
 use std::collections::HashMap;
@@ -67,14 +68,6 @@ impl Cursors {
 #[derive(Debug)]
 pub(super) struct CursorHook {
     pub(super) cursors: Arc<Cursors>,
-}
-
-fn error(code: &str, message: String) -> PgWireError {
-    PgWireError::UserError(Box::new(ErrorInfo::new(
-        "ERROR".to_owned(),
-        code.to_owned(),
-        message,
-    )))
 }
 
 /// A plan with no rows and the given columns: what a prepared cursor statement describes.
@@ -156,13 +149,15 @@ impl CursorHook {
             ) {
                 (Some(DeclareType::Cursor), Some(name), Some(query)) => (name.value.clone(), query),
                 (Some(DeclareType::Cursor), _, _) => {
-                    return Err(error(
+                    return Err(user_error(
+                        "ERROR",
                         "42601",
                         "DECLARE CURSOR needs a name and a FOR query".to_owned(),
                     ));
                 }
                 (other, _, _) => {
-                    return Err(error(
+                    return Err(user_error(
+                        "ERROR",
                         "42601",
                         format!("unsupported DECLARE type: {other:?}"),
                     ));
@@ -226,13 +221,18 @@ impl CursorHook {
 fn rows_asked(direction: &FetchDirection) -> PgWireResult<Option<usize>> {
     match direction {
         FetchDirection::Next | FetchDirection::Forward { limit: None } => Ok(Some(1)),
-        FetchDirection::Forward { limit: Some(n) } | FetchDirection::Count { limit: n } => n
-            .to_string()
-            .parse()
-            .map(Some)
-            .map_err(|_| error("22023", format!("FETCH count {n} is not a row count"))),
+        FetchDirection::Forward { limit: Some(n) } | FetchDirection::Count { limit: n } => {
+            n.to_string().parse().map(Some).map_err(|_| {
+                user_error(
+                    "ERROR",
+                    "22023",
+                    format!("FETCH count {n} is not a row count"),
+                )
+            })
+        }
         FetchDirection::ForwardAll | FetchDirection::All => Ok(None),
-        _ => Err(error(
+        _ => Err(user_error(
+            "ERROR",
             "55000",
             "cursor can only scan forward: FETCH NEXT, FORWARD n, n or ALL".to_owned(),
         )),
@@ -252,7 +252,13 @@ impl CursorHook {
             .portal_store()
             .get_portal(name)
             .and_then(|entry| entry.value().cloned())
-            .ok_or_else(|| error("34000", format!("cursor \"{name}\" does not exist")))?;
+            .ok_or_else(|| {
+                user_error(
+                    "ERROR",
+                    "34000",
+                    format!("cursor \"{name}\" does not exist"),
+                )
+            })?;
         let mut response =
             QueryResponse::new(self.cursors.fields(name), pull(portal.state(), asked));
         response.set_command_tag("FETCH");
