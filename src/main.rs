@@ -218,6 +218,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,buoyant_kernel=off")),
         )
         .with_writer(std::io::stderr)
+        // Colours only on a terminal: a log redirected to a file or a pipe stays greppable.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     let result = match cli.command {

@@ -348,12 +348,13 @@ enum LetterTopic {
 /// The transformer's summary; `dlq_topic` is where its dead letters went.
 fn print_transform(summary: &TransformSummary, dlq_topic: &str, letters: LetterTopic) {
     eprintln!(
-        "lkplake transform: {} messages: {} reports written ({} metric rows, {} commits), {} mentions written, {} duplicates skipped, {} quoted copies replaced by their original, {} already in the lake, {} dead-lettered to {dlq_topic}, {} commits retried after a conflict",
+        "lkplake transform: {} messages: {} reports written ({} metric rows, {} commits), {} mentions written, {} tests added to reports already in the lake, {} duplicates skipped, {} quoted copies replaced by their original, {} already in the lake, {} dead-lettered to {dlq_topic}, {} commits retried after a conflict",
         summary.messages,
         summary.reports,
         summary.metric_rows,
         summary.commits,
         summary.mentions,
+        summary.tests_added,
         summary.duplicates,
         summary.replaced_quoted,
         summary.already_in_lake,

@@ -26,7 +26,7 @@ pub use damage::without_backtrace;
 pub use error::LakeError;
 pub use location::LakeUrl;
 pub use reader::{Damaged, LakeTables, TableHealth};
-pub use writer::{Batches, CompactSummary, Lake, Progress, Table, app_id};
+pub use writer::{Batches, CompactSummary, Lake, Progress, StoredTest, Table, app_id};
 
 /// Re-exported for callers that build commits: the Kafka offsets a commit covers.
 pub use deltalake::kernel::Transaction;

@@ -35,6 +35,23 @@ pub enum Table {
     Reports,
 }
 
+/// One row of `reports` as the transformer's deduplication sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTest {
+    /// The report it belongs to.
+    pub report_key: String,
+    /// Its place among the report's tests in the lake.
+    pub test_index: u32,
+    /// Whether the stored copy was quoted in a reply.
+    pub quoted: bool,
+    /// The test's testcase.
+    pub testcase: String,
+    /// Its machine (tbox group).
+    pub machine: String,
+    /// Its parameters in canonical `k=v,...` form.
+    pub params: String,
+}
+
 impl Table {
     /// Every table, in commit order. `reports` is last: its keys are what a restarted
     /// transformer deduplicates against, so a report is there only once all its rows are.
@@ -341,17 +358,46 @@ impl Lake {
         ctx.sql(sql).await.map_err(q)?.collect().await.map_err(q)
     }
 
-    /// Report keys in the lake and whether the stored copy is a quoted one.
-    pub async fn report_keys(&self) -> Result<HashMap<String, bool>, LakeError> {
-        let sql = "SELECT report_key, bool_and(quoted) AS quoted FROM reports GROUP BY report_key";
-        let mut out = HashMap::new();
+    /// Every test row of `reports`: which report and test it is, and whether the copy stored
+    /// is a quoted one. The transformer keeps every test of a report key that the lake does
+    /// not hold yet, so it needs the tests, not only the keys.
+    pub async fn report_tests(&self) -> Result<Vec<StoredTest>, LakeError> {
+        use deltalake::arrow::array::AsArray;
+        use deltalake::arrow::datatypes::Int64Type;
+        // Delta has no unsigned integers: the column reads back as a signed one; partition
+        // columns (testcase, machine) read back dictionary-encoded.
+        let sql = "SELECT report_key, CAST(test_index AS BIGINT), quoted, \
+                   CAST(testcase AS VARCHAR), CAST(machine AS VARCHAR), params FROM reports";
+        let mut out = Vec::new();
         for batch in self.select(Table::Reports, sql).await? {
-            use deltalake::arrow::array::AsArray;
-            let quoted = batch.column(1).as_boolean();
-            for (i, key) in strings(batch.column(0)).into_iter().enumerate() {
-                if let Some(key) = key {
-                    out.insert(key, quoted.value(i));
-                }
+            let (Some(index), Some(quoted)) = (
+                batch.column(1).as_primitive_opt::<Int64Type>(),
+                batch.column(2).as_boolean_opt(),
+            ) else {
+                let found = deltalake::datafusion::error::DataFusionError::Internal(format!(
+                    "reports read back as {:?}",
+                    batch.schema()
+                ));
+                return Err(LakeError::query(Table::Reports.name())(found));
+            };
+            let columns = [0, 3, 4, 5].map(|c| strings(batch.column(c)));
+            let [keys, testcases, machines, params] = columns;
+            let rows = keys.into_iter().zip(testcases).zip(machines).zip(params);
+            for (i, (((key, testcase), machine), params)) in rows.enumerate() {
+                // Every one of these columns is declared non-null.
+                let (Some(report_key), Some(testcase), Some(machine), Some(params)) =
+                    (key, testcase, machine, params)
+                else {
+                    continue;
+                };
+                out.push(StoredTest {
+                    report_key,
+                    test_index: u32::try_from(index.value(i)).unwrap_or(u32::MAX),
+                    quoted: quoted.value(i),
+                    testcase,
+                    machine,
+                    params,
+                });
             }
         }
         Ok(out)

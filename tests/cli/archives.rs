@@ -3,7 +3,10 @@
 //! single repositories built with plain git, `ingest --follow` against Tansu, and dead-letter
 //! replay.
 
-use crate::common::{Pipeline, broker, json_lines, lkplake, scalar_i64, sigterm, temp_dir};
+use crate::common::{
+    Pipeline, broker, json_lines, lkplake, scalar_i64, sigterm, temp_dir, topic_messages,
+    wait_for_messages,
+};
 use crate::pipeline::{assert_lake_matches, expected};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -303,13 +306,18 @@ fn a_follower_delivers_new_mail_once_across_a_kill_9_a_restart_and_a_purge() {
 
     let mut first = Follower::start(&p, &[&inbox_arg], &[]);
     first.wait_for(" messages: ");
+    let read_first = topic_messages(&p.brokers, &p.topic);
     // Delivery with public-inbox-mda takes about half a second a mail: kill the follower in
-    // the middle of it.
+    // the middle of it, once it has sent some of the new mail.
     let delivery = {
         let (inbox_arg, newer) = (inbox_arg.clone(), newer.clone());
         std::thread::spawn(move || public_inbox(&["deliver", &inbox_arg, &newer]))
     };
-    std::thread::sleep(Duration::from_secs(4));
+    wait_for_messages(&p.brokers, &p.topic, read_first, Duration::from_secs(120));
+    assert!(
+        !delivery.is_finished(),
+        "delivery ended before the follower was killed"
+    );
     first.kill_9();
     let mut second = Follower::start(&p, &[&inbox_arg], &[]);
     delivery

@@ -204,6 +204,53 @@ pub struct Pipeline {
     pub brokers: String,
 }
 
+/// Messages the broker at `brokers` holds in `topic`: the sum of its partitions' high
+/// watermarks, 0 while the topic does not exist. What the tests wait for instead of sleeping.
+pub fn topic_messages(brokers: &str, topic: &str) -> i64 {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let timeout = std::time::Duration::from_secs(10);
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let Ok(metadata) = consumer.fetch_metadata(Some(topic), timeout) else {
+        return 0;
+    };
+    let Some(found) = metadata.topics().iter().find(|t| t.name() == topic) else {
+        return 0;
+    };
+    found
+        .partitions()
+        .iter()
+        .map(|part| {
+            consumer
+                .fetch_watermarks(topic, part.id(), timeout)
+                .map_or(0, |(_, high)| high)
+        })
+        .sum()
+}
+
+/// Polls `topic` until it holds more than `above` messages, at most `limit`; returns how many.
+pub fn wait_for_messages(
+    brokers: &str,
+    topic: &str,
+    above: i64,
+    limit: std::time::Duration,
+) -> i64 {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let held = topic_messages(brokers, topic);
+        if held > above {
+            return held;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{topic} still holds {held} messages (waiting for more than {above}) after {limit:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 impl Pipeline {
     pub fn new(name: &str) -> Self {
         let lake = temp_dir(&format!("{name}-lake"));

@@ -266,22 +266,43 @@ fn a_value_larger_than_the_memory_limit_is_refused_and_big_results_stream_to_the
         &["--memory-limit", "64M", "--statement-timeout", "3s"],
     );
     // repeat, lpad and rpad size their result from an argument: 2 GiB and 1 GB strings would
-    // be built outside the memory pool; within it they are refused before they are built.
+    // be built outside the memory pool; within it they are refused before they are built. A
+    // string_agg grows its one value row by row: 1,000,000 values of 1,000 bytes make a 1 GB
+    // string, with or without groups (grouped, it took 2.6 GB before the final aggregation
+    // refused it); it is refused once what it gathered passes the limit.
     for sql in [
         "SELECT length(repeat('x', 2147483647))",
         "SELECT length(lpad('x', 1000000000))",
         "SELECT length(rpad('x', 1000000000, 'yz'))",
+        "SELECT length(string_agg(repeat('x', 1000), ',')) FROM generate_series(1, 1000000)",
+        "SELECT value % 2 AS k, length(string_agg(repeat('x', 1000), ',')) \
+         FROM generate_series(1, 1000000) GROUP BY k",
     ] {
         let out = server.psql(PG_PASSWORD, sql);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{sql} ran");
         assert!(stderr.contains("Resources exhausted"), "{sql}: {stderr}");
     }
-    let out = server.psql(
-        PG_PASSWORD,
-        "SELECT length(repeat('ab', 1000)), length(lpad('x', 70))",
-    );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "2000|70\n");
+    // Within the limit they answer: 2,000 and 70 characters; 1,000 values of 10 bytes and
+    // 999 commas; a grouped, ordered string_agg as DataFusion gives it.
+    for (sql, expected) in [
+        (
+            "SELECT length(repeat('ab', 1000)), length(lpad('x', 70))",
+            "2000|70\n",
+        ),
+        (
+            "SELECT length(string_agg(repeat('x', 10), ',')) FROM generate_series(1, 1000)",
+            "10999\n",
+        ),
+        (
+            "SELECT value % 3 AS k, string_agg(CAST(value AS VARCHAR), ',' ORDER BY value DESC) \
+             FROM generate_series(1, 7) GROUP BY k ORDER BY k",
+            "0|6,3\n1|7,4,1\n2|5,2\n",
+        ),
+    ] {
+        let out = server.psql(PG_PASSWORD, sql);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "{sql}");
+    }
 
     // psycopg's single-row mode asks for every row of a query that never ends. Sent as they are
     // made, rows reach the client before the 3 s timeout stops the query; collected first (as

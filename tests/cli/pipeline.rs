@@ -2,8 +2,8 @@
 //! with DataFusion.
 
 use crate::common::{
-    Pipeline, column_strings, generate, json_lines, live_files, lkplake, run_into, scalar_i64,
-    sigterm, temp_dir,
+    Pipeline, column_strings, generate, json_lines, live_files, lkplake, query, root, run_into,
+    scalar_i64, sigterm, temp_dir, topic_messages, wait_for_messages,
 };
 use std::collections::HashMap;
 
@@ -426,7 +426,8 @@ fn sigterm_flushes_what_the_transformer_holds_and_exits_cleanly() {
     let p = Pipeline::new("sigterm");
     assert!(p.ingest(&[SEEDS]).status.success());
     // Neither flush trigger can fire on its own within the test: only the signal flushes.
-    let child = p
+    let log = temp_dir("sigterm-log").join("transform.log");
+    let mut child = p
         .cmd(&[
             "transform",
             "--flush-rows",
@@ -434,19 +435,33 @@ fn sigterm_flushes_what_the_transformer_holds_and_exits_cleanly() {
             "--flush-ms",
             "3600000",
         ])
-        .stderr(std::process::Stdio::piped())
+        .env("LKPLAKE_LOG", "warn,lkplake_transform=debug")
+        .stderr(std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}")))
         .spawn()
         .unwrap_or_else(|e| panic!("{e}"));
-    std::thread::sleep(std::time::Duration::from_secs(12));
+    // The transformer says when it has read a partition to its end and what it holds then.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.contains("read to its end") && l.contains("buffered=5"))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the transformer did not read all 5 messages in 120 s: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     assert_eq!(
         scalar_i64(&p.query("SELECT count(*) FROM reports")),
         0,
         "nothing is flushed before the signal"
     );
     sigterm(child.id());
-    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.success(), "{stderr}");
     assert!(
         stderr.contains("5 messages: 5 reports written (560 metric rows, 1 commits)"),
         "{stderr}"
@@ -934,6 +949,42 @@ fn produce_transform_letter(p: &Pipeline, offset: i64, payload: &[u8]) {
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// Issue 36, item 10: two real-shaped mails of one report key, the second with a test the
+/// first lacks (tests/fixtures/same-key/README.md): the lake keeps every test once.
+#[test]
+fn run_keeps_the_test_a_later_mail_of_the_same_report_adds() {
+    let lake = temp_dir("same-key-lake");
+    let fixtures = root().join("tests/fixtures/same-key");
+    let mails = ["netperf-two-tests.eml", "netperf-three-tests.eml"]
+        .map(|name| fixtures.join(name).to_string_lossy().into_owned());
+    let out = lkplake(
+        &[
+            "run",
+            "--lake",
+            &lake.to_string_lossy(),
+            &mails[0],
+            &mails[1],
+        ],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("2 messages: 1 reports written"), "{stderr}");
+    assert!(
+        stderr.contains("1 tests added to reports already in the lake, 0 duplicates skipped"),
+        "{stderr}"
+    );
+    let count = |sql: &str| scalar_i64(&query(&lake, sql));
+    assert_eq!(count("SELECT count(*) FROM reports"), 3);
+    // The TCP table of the second mail: 22 rows over two commits.
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM metrics WHERE testcase = 'lmbench3' AND params LIKE '%test=TCP%'"
+        ),
+        44
+    );
+}
+
 #[test]
 fn run_works_on_a_fresh_checkout_with_no_broker() {
     let lake = temp_dir("run-lake");
@@ -1099,16 +1150,27 @@ fn killing_ingest_and_transform_with_sigkill_leaves_every_report_exactly_once() 
     assert_eq!(e.reports, 2000);
     let p = Pipeline::new("exactly-once");
 
-    // Ingest killed half way, then run again over the same input: the topic holds some
-    // reports twice.
+    // Ingest killed half way (once the topic holds some of its messages), then run again over
+    // the same input: the topic holds some reports twice.
     let mut ingest = p
         .cmd(&["ingest", "--partitions", "3", &reports])
         .spawn()
         .unwrap_or_else(|e| panic!("{e}"));
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    wait_for_messages(&p.brokers, &p.topic, 0, std::time::Duration::from_secs(120));
+    assert!(
+        ingest.try_wait().ok().flatten().is_none(),
+        "ingest ended before it could be killed"
+    );
     let _ = ingest.kill();
     let _ = ingest.wait();
     assert!(p.ingest(&[&reports]).status.success());
+    // The second ingest sent all 2000; what the killed one sent before it died (some of its
+    // requests may have landed after the kill) is there too, once more.
+    let held = topic_messages(&p.brokers, &p.topic);
+    assert!(
+        held > 2000 && held < 4000,
+        "the killed ingest sent part of the reports: the topic holds {held} messages"
+    );
 
     // The transformer killed at random points while it writes, restarted each time. A
     // restarted member waits until the broker expires the killed one, so each round waits
@@ -1723,7 +1785,7 @@ fn run_on_the_embedded_cluster_keeps_every_report_of_an_input_larger_than_a_part
         "{stderr}"
     );
     assert_eq!(
-        scalar_i64(&crate::common::query(
+        scalar_i64(&query(
             &lake,
             "SELECT count(DISTINCT report_key) FROM reports"
         )),

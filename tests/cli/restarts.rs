@@ -3,7 +3,7 @@
 //! of a transform, and started again on the same files. Producer and transformer wait and go
 //! on by themselves; nobody restarts them.
 
-use crate::common::{Pipeline, Server, free_port, root, scalar_i64, temp_dir};
+use crate::common::{Pipeline, Server, free_port, root, scalar_i64, temp_dir, wait_for_messages};
 use crate::pipeline::{
     assert_each_report_once, expected, generated, scrape_until, spawn_transformer,
 };
@@ -101,10 +101,10 @@ fn a_durable_broker_stopped_during_ingest_and_during_transform_loses_and_doubles
         .stderr(std::fs::File::create(&ingest_log).unwrap_or_else(|e| panic!("{e}")))
         .spawn()
         .unwrap_or_else(|e| panic!("{e}"));
-    std::thread::sleep(Duration::from_millis(1500));
+    let sent = wait_for_messages(&brokers, &p.topic, 0, Duration::from_secs(120));
     assert!(
         ingest.try_wait().ok().flatten().is_none(),
-        "ingest ended before the broker was stopped: {}",
+        "ingest ended before the broker was stopped ({sent} messages in the topic): {}",
         std::fs::read_to_string(&ingest_log).unwrap_or_default()
     );
     broker.down();

@@ -15,11 +15,13 @@ use crate::TransformError;
 use crate::letters::{self, Letter, Postbox};
 use crate::normalize::{Normalizer, Tables};
 use crate::tracker::{Check, Limits, Tracker, Verdict};
-use lkplake_lake::{Batches, Lake, Progress, Table, Transaction, app_id};
+use lkplake_lake::{Batches, Lake, Progress, StoredTest, Table, Transaction, app_id};
+use lkplake_schemas::key::canonical_params;
 use lkplake_schemas::metric::DirectionTable;
-use lkplake_schemas::{Message, Report};
+use lkplake_schemas::{Message, Report, Test};
 use rdkafka::Offset;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Instant;
 
 /// What a transform run did.
@@ -33,8 +35,12 @@ pub struct TransformSummary {
     pub reports: u64,
     /// Mentions written (replies that cite a report).
     pub mentions: u64,
-    /// Copies of a report already in the lake (re-sent or quoted), skipped.
+    /// Copies of a report already in the lake (re-sent or quoted), skipped: every test they
+    /// carry is in the lake or the buffer already.
     pub duplicates: u64,
+    /// Tests written from a later mail of a report key the lake already held (a re-test of
+    /// the same commits on other tests, or a report sent again with tests added).
+    pub tests_added: u64,
     /// Quoted copies in the lake replaced by their original.
     pub replaced_quoted: u64,
     /// Messages that were neither a report nor a mention this version reads (not that JSON,
@@ -80,22 +86,93 @@ struct Pending {
     tables: Tables,
     /// For a message that cannot be read: its letter, until the dead-letter topic holds it.
     letter: Option<Letter>,
+    /// For a report whose key the lake or the buffer already holds: the `test_index` its
+    /// first test gets (it carries only the tests that are new). `None` for a whole report.
+    adds_from: Option<u32>,
 }
 
-impl Pending {
-    fn report_mut(&mut self) -> Option<&mut Report> {
-        match &mut self.message {
-            Some(Message::Report(r)) => Some(r),
-            _ => None,
-        }
-    }
-}
-
-/// What the lake and the buffer know about one report key.
+/// Whether every stored copy of a report key is a quoted one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Seen {
     Original,
     Quoted,
+}
+
+impl Seen {
+    fn of(report: &Report) -> Self {
+        if report.quoted {
+            Seen::Quoted
+        } else {
+            Seen::Original
+        }
+    }
+
+    /// Two sets of copies together: quoted only if both are (the lake's `bool_and(quoted)`).
+    fn and(self, other: Seen) -> Seen {
+        if self == Seen::Quoted && other == Seen::Quoted {
+            Seen::Quoted
+        } else {
+            Seen::Original
+        }
+    }
+}
+
+/// A test's identity within its report: testcase, machine and parameters. The report key
+/// covers the commits and only the first test, so two mails of one key can carry different
+/// tests after it; this tells them apart. A 64-bit hash: a collision matters only between
+/// tests of one report, a handful.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct TestId(u64);
+
+impl TestId {
+    fn new(testcase: &str, machine: &str, params: &str) -> Self {
+        let mut hasher = DefaultHasher::new();
+        (testcase, machine, params).hash(&mut hasher);
+        TestId(hasher.finish())
+    }
+
+    fn of(test: &Test) -> Self {
+        TestId::new(
+            &test.testcase,
+            &test.tbox_group,
+            &canonical_params(&test.params),
+        )
+    }
+}
+
+/// What the lake (or the lake and the buffer) holds of one report key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Held {
+    seen: Seen,
+    tests: HashSet<TestId>,
+    /// The `test_index` a test added to the key gets.
+    next_index: u32,
+}
+
+impl Held {
+    /// Adds a report's tests, the first at `first_index`.
+    fn add(&mut self, report: &Report, first_index: u32) {
+        self.seen = self.seen.and(Seen::of(report));
+        self.tests.extend(report.tests.iter().map(TestId::of));
+        let count = u32::try_from(report.tests.len()).unwrap_or(u32::MAX);
+        self.next_index = self.next_index.max(first_index.saturating_add(count));
+    }
+
+    fn new(report: &Report, first_index: u32) -> Self {
+        let mut held = Held {
+            seen: Seen::of(report),
+            tests: HashSet::new(),
+            next_index: 0,
+        };
+        held.add(report, first_index);
+        held
+    }
+
+    /// Whether `report` carries every test held here.
+    fn covered_by(&self, report: &Report) -> bool {
+        let carried: HashSet<TestId> = report.tests.iter().map(TestId::of).collect();
+        self.tests.is_subset(&carried)
+    }
 }
 
 /// A seek the consumer must make so the broker sends a partition's missing messages again.
@@ -113,8 +190,8 @@ pub struct Ledger {
     topic: String,
     directions: DirectionTable,
     lake: Lake,
-    /// Keys committed to the lake.
-    lake_keys: HashMap<String, Seen>,
+    /// Keys committed to the lake, with their tests.
+    lake_keys: HashMap<String, Held>,
     /// Mention keys committed to the lake or buffered.
     mention_keys: HashSet<String>,
     /// Lake progress of the partitions seen since the last rebalance.
@@ -122,8 +199,9 @@ pub struct Ledger {
     /// Next offset per assigned partition, gaps, stalls and the drained decision.
     tracker: Tracker,
     buffer: Vec<Pending>,
-    /// Keys in the buffer, with the index of their entry.
-    buffered_keys: HashMap<String, usize>,
+    /// Keys in the buffer, with the indexes of their entries (a whole report, or tests
+    /// added to a key, in buffer order).
+    buffered_keys: HashMap<String, Vec<usize>>,
     /// Last buffered offset per partition.
     buffered_to: HashMap<i32, i64>,
     /// Keys in the lake to delete before the next commit (quoted copies being replaced).
@@ -176,13 +254,30 @@ fn read_message(
     }
 }
 
-async fn load_keys(lake: &Lake) -> Result<HashMap<String, Seen>, TransformError> {
-    Ok(lake
-        .report_keys()
-        .await?
-        .into_iter()
-        .map(|(k, quoted)| (k, if quoted { Seen::Quoted } else { Seen::Original }))
-        .collect())
+async fn load_keys(lake: &Lake) -> Result<HashMap<String, Held>, TransformError> {
+    Ok(held_keys(lake.report_tests().await?))
+}
+
+/// Groups the lake's test rows by report key.
+fn held_keys(rows: Vec<StoredTest>) -> HashMap<String, Held> {
+    let mut keys: HashMap<String, Held> = HashMap::new();
+    for row in rows {
+        let seen = if row.quoted {
+            Seen::Quoted
+        } else {
+            Seen::Original
+        };
+        let held = keys.entry(row.report_key).or_insert(Held {
+            seen,
+            tests: HashSet::new(),
+            next_index: 0,
+        });
+        held.seen = held.seen.and(seen);
+        held.tests
+            .insert(TestId::new(&row.testcase, &row.machine, &row.params));
+        held.next_index = held.next_index.max(row.test_index.saturating_add(1));
+    }
+    keys
 }
 
 impl Ledger {
@@ -213,6 +308,11 @@ impl Ledger {
             oldest: None,
             summary: TransformSummary::default(),
         })
+    }
+
+    /// Messages waiting for the next lake commit.
+    pub fn buffered_messages(&self) -> usize {
+        self.buffer.len()
     }
 
     /// What the run did so far.
@@ -305,10 +405,15 @@ impl Ledger {
         let mut tables = Tables::ALL;
         tables.remove_covered(progress, offset);
         let (message, read, letter) = read_message(&self.topic, partition, offset, payload);
+        let mut adds_from = None;
         let message = match message {
-            Some(Message::Report(r)) => self
-                .deduplicate(*r, tables)
-                .map(|r| Message::Report(Box::new(r))),
+            Some(Message::Report(r)) => {
+                let kept = self.deduplicate(*r, tables);
+                kept.map(|(r, from)| {
+                    adds_from = from;
+                    Message::Report(Box::new(r))
+                })
+            }
             Some(Message::Mention(m)) => {
                 if self.mention_keys.insert(m.mention_key.clone()) {
                     Some(Message::Mention(m))
@@ -328,6 +433,7 @@ impl Ledger {
                 message,
                 tables,
                 letter,
+                adds_from,
             },
             now,
         );
@@ -342,7 +448,9 @@ impl Ledger {
             }
             if let Message::Report(r) = m {
                 self.buffered_keys
-                    .insert(r.report_key.clone(), self.buffer.len());
+                    .entry(r.report_key.clone())
+                    .or_default()
+                    .push(self.buffer.len());
             }
         }
         if let Some(letter) = &pending.letter {
@@ -354,8 +462,61 @@ impl Ledger {
         self.oldest.get_or_insert(now);
     }
 
-    /// Keeps a report unless the lake or the buffer already has it; an original replaces a
-    /// quoted copy. `tables` are the tables still to be written for its offset.
+    /// Keeps what a report adds to the lake and the buffer: the whole report when its key is
+    /// new, or when it is the original of a quoted copy held and carries every test held;
+    /// otherwise only the tests not held yet, numbered after the held ones (the second value).
+    /// A report that adds nothing is a duplicate. `tables` are the tables still to be written
+    /// for its offset.
+    fn deduplicate(&mut self, mut report: Report, tables: Tables) -> Option<(Report, Option<u32>)> {
+        let Some(held) = self.held(&report.report_key) else {
+            return Some((report, None));
+        };
+        if self.replace_quoted(&report, &held, tables) {
+            return Some((report, None));
+        }
+        self.rewrite_if_in_metrics(&report.report_key, tables);
+        let before = report.tests.len();
+        report
+            .tests
+            .retain(|t| !held.tests.contains(&TestId::of(t)));
+        if report.tests.is_empty() {
+            tracing::debug!(key = %report.report_key, source = %report.source, "duplicate: every test of this report is already held");
+            self.summary.duplicates += 1;
+            return None;
+        }
+        let added: Vec<&str> = report.tests.iter().map(|t| t.testcase.as_str()).collect();
+        tracing::info!(
+            key = %report.report_key,
+            source = %report.source,
+            ?added,
+            of = before,
+            "a report already in the lake comes again with tests it did not have: adding them"
+        );
+        self.summary.tests_added += report.tests.len() as u64;
+        Some((report, Some(held.next_index)))
+    }
+
+    /// What the lake and the buffer hold of `key`, together.
+    fn held(&self, key: &str) -> Option<Held> {
+        let mut held = self.lake_keys.get(key).cloned();
+        for &i in self.buffered_keys.get(key).into_iter().flatten() {
+            let Some(p) = self.buffer.get(i) else {
+                continue;
+            };
+            let Some(Message::Report(r)) = &p.message else {
+                continue;
+            };
+            let from = p.adds_from.unwrap_or(0);
+            match &mut held {
+                Some(h) => h.add(r, from),
+                None => held = Some(Held::new(r, from)),
+            }
+        }
+        held
+    }
+
+    /// Whether `report` replaces the copies held of its key: it is their original, they are
+    /// all quoted, and it carries every test they hold. It is then kept whole.
     ///
     /// Two messages of one key in the buffer may stand differently in the lake: after a crash
     /// between table commits, `metrics` may cover one of them (its rows are in the lake) and
@@ -363,45 +524,62 @@ impl Ledger {
     /// keys. The one kept is written to the tables its own offset still needs, and when
     /// `metrics` covers the other one but not it, the lake holds the other one's rows: they
     /// are deleted first, as for a quoted copy the lake holds.
-    fn deduplicate(&mut self, report: Report, tables: Tables) -> Option<Report> {
-        let incoming = if report.quoted {
-            Seen::Quoted
-        } else {
-            Seen::Original
-        };
-        if let Some(&i) = self.buffered_keys.get(&report.report_key) {
-            let held = self.buffer.get_mut(i)?;
-            let replaces =
-                held.report_mut().is_some_and(|r| r.quoted) && incoming == Seen::Original;
-            let (kept, other) = if replaces {
-                (tables, held.tables)
-            } else {
-                (held.tables, tables)
-            };
-            // Tables commit in order with the same offsets, so a table that does not cover
-            // an offset is followed by none that does: `metrics` decides for all of them.
-            if kept.contains(Table::Metrics) && !other.contains(Table::Metrics) {
-                self.replace.insert(report.report_key.clone());
+    fn replace_quoted(&mut self, report: &Report, held: &Held, tables: Tables) -> bool {
+        if report.quoted || held.seen != Seen::Quoted || !held.covered_by(report) {
+            return false;
+        }
+        let key = &report.report_key;
+        let entries = self.buffered_keys.get(key).map_or(&[][..], Vec::as_slice);
+        match (self.lake_keys.contains_key(key), entries) {
+            (true, []) => {
+                self.summary.replaced_quoted += 1;
+                self.replace.insert(key.clone());
+                true
             }
-            if replaces {
+            (false, &[i]) => {
+                let Some(held) = self.buffer.get_mut(i) else {
+                    return false;
+                };
+                // Tables commit in order with the same offsets, so a table that does not cover
+                // an offset is followed by none that does: `metrics` decides for all of them.
+                if tables.contains(Table::Metrics) && !held.tables.contains(Table::Metrics) {
+                    self.replace.insert(key.clone());
+                }
                 // Buffered at its own offset, whose progress decides its tables at the flush.
                 self.summary.replaced_quoted += 1;
                 held.message = None;
-                return Some(report);
+                true
             }
-            self.summary.duplicates += 1;
-            return None;
+            // Quoted copies both in the lake and in the buffer: the original adds its tests.
+            _ => false,
         }
-        match self.lake_keys.get(&report.report_key) {
-            None => Some(report),
-            Some(Seen::Quoted) if incoming == Seen::Original => {
-                self.summary.replaced_quoted += 1;
-                self.replace.insert(report.report_key.clone());
-                Some(report)
-            }
-            Some(_) => {
-                self.summary.duplicates += 1;
-                None
+    }
+
+    /// A copy whose offset `metrics` already covers (a crash between table commits) has rows
+    /// in the lake that no `reports` row names yet. When a buffered copy of its key writes
+    /// `metrics` too, those rows would be there twice: the lake's rows of the key are deleted
+    /// first and every buffered copy of the key writes every table ([`Self::rewrite_replaced`]).
+    fn rewrite_if_in_metrics(&mut self, key: &str, tables: Tables) {
+        if tables.contains(Table::Metrics) || self.lake_keys.contains_key(key) {
+            return;
+        }
+        let entries = self.buffered_keys.get(key).into_iter().flatten();
+        let buffered_writes_metrics = entries
+            .filter_map(|&i| self.buffer.get(i))
+            .any(|p| p.message.is_some() && p.tables.contains(Table::Metrics));
+        if buffered_writes_metrics {
+            self.replace.insert(key.to_owned());
+        }
+    }
+
+    /// Every buffered copy of a key whose lake rows are deleted before the commit writes all
+    /// its tables again, whatever its offset's progress says.
+    fn rewrite_replaced(&mut self) {
+        for key in &self.replace {
+            for &i in self.buffered_keys.get(key).into_iter().flatten() {
+                if let Some(p) = self.buffer.get_mut(i) {
+                    p.tables = Tables::ALL;
+                }
             }
         }
     }
@@ -484,15 +662,15 @@ impl Ledger {
             let last = self.buffered_to.entry(p.partition).or_insert(p.offset);
             *last = (*last).max(p.offset);
         }
-        self.buffered_keys = self
-            .buffer
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| match &p.message {
-                Some(Message::Report(r)) => Some((r.report_key.clone(), i)),
-                _ => None,
-            })
-            .collect();
+        self.buffered_keys.clear();
+        for (i, p) in self.buffer.iter().enumerate() {
+            if let Some(Message::Report(r)) = &p.message {
+                self.buffered_keys
+                    .entry(r.report_key.clone())
+                    .or_default()
+                    .push(i);
+            }
+        }
         self.buffered_rows = self
             .buffer
             .iter()
@@ -596,6 +774,7 @@ impl Ledger {
             if !self.drop_committed_elsewhere().await? {
                 return Ok(BTreeMap::new());
             }
+            self.rewrite_replaced();
             // The letters first: an error here leaves every offset of the buffer unrecorded.
             self.post_letters(postbox).await?;
 
@@ -663,13 +842,22 @@ impl Ledger {
             }
             match p.message {
                 Some(Message::Report(report)) => {
-                    self.summary.reports += 1;
-                    let seen = if report.quoted {
-                        Seen::Quoted
-                    } else {
-                        Seen::Original
+                    let from = match p.adds_from {
+                        Some(from) => from,
+                        None => {
+                            self.summary.reports += 1;
+                            // A replaced quoted copy is gone from the lake.
+                            self.lake_keys.remove(&report.report_key);
+                            0
+                        }
                     };
-                    self.lake_keys.insert(report.report_key, seen);
+                    match self.lake_keys.get_mut(&report.report_key) {
+                        Some(held) => held.add(&report, from),
+                        None => {
+                            let held = Held::new(&report, from);
+                            self.lake_keys.insert(report.report_key.clone(), held);
+                        }
+                    }
                 }
                 Some(Message::Mention(_)) => self.summary.mentions += 1,
                 None => {}
@@ -703,7 +891,9 @@ async fn normalize(
         let mut normalizer = Normalizer::new(directions);
         for p in &pending {
             match &p.message {
-                Some(Message::Report(report)) => normalizer.push_into(report, p.tables),
+                Some(Message::Report(report)) => {
+                    normalizer.push_into(report, p.tables, p.adds_from.unwrap_or(0));
+                }
                 Some(Message::Mention(mention)) => {
                     normalizer.push_mention(mention, p.tables);
                 }
@@ -940,6 +1130,111 @@ mod tests {
             scalar(dir.path(), "SELECT count(*) FROM metrics").await,
             rows(&report)
         );
+    }
+
+    /// The two mails of `tests/fixtures/same-key`: one report key, the second with the
+    /// lmbench3 `test=TCP` run added (22 table rows over two commits).
+    fn same_key_mails() -> (Report, Report) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/same-key");
+        let read = |name: &str| {
+            let path = dir.join(name);
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let source = Source::file(path.display().to_string(), 0);
+            match parse_message(&bytes, &source) {
+                Ok(Parsed::Reports(mut reports)) if reports.len() == 1 => reports.remove(0),
+                other => panic!("{}: {other:?}", path.display()),
+            }
+        };
+        let two = read("netperf-two-tests.eml");
+        let three = read("netperf-three-tests.eml");
+        assert_eq!(two.report_key, three.report_key, "one key for both mails");
+        assert_eq!((two.tests.len(), three.tests.len()), (2, 3));
+        (two, three)
+    }
+
+    const TCP_TEST: &str = "testcase = 'lmbench3' AND params LIKE '%test=TCP%'";
+
+    /// What the lake must hold once both mails are in, in whichever order and commits.
+    async fn assert_holds_every_test_once(lake: &Path, two: &Report) {
+        assert_eq!(scalar(lake, "SELECT count(*) FROM reports").await, 3);
+        assert_eq!(
+            scalar(lake, "SELECT count(DISTINCT test_index) FROM reports").await,
+            3,
+            "each test has an index of its own"
+        );
+        let tcp_reports = format!("SELECT count(*) FROM reports WHERE {TCP_TEST}");
+        assert_eq!(scalar(lake, &tcp_reports).await, 1);
+        let tcp_rows = format!("SELECT count(*) FROM metrics WHERE {TCP_TEST}");
+        assert_eq!(scalar(lake, &tcp_rows).await, 44, "22 rows, two commits");
+        let printed = "SELECT count(*) FROM metrics WHERE metric = 'lmbench3.TCP.socket.bandwidth.64B.MB/sec' \
+                       AND role = 'head' AND value = 10519";
+        assert_eq!(scalar(lake, printed).await, 1);
+        assert_eq!(
+            scalar(lake, "SELECT count(*) FROM metrics").await,
+            rows(two) + 44,
+            "the tests both mails carry are written once"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_later_mail_of_a_report_key_adds_the_tests_the_lake_lacks() {
+        let (two, three) = same_key_mails();
+        for commit_between in [true, false] {
+            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            let mut ledger = ledger(dir.path()).await;
+            accept(&mut ledger, 0, 0, &json(&two)).await;
+            if commit_between {
+                flush(&mut ledger).await;
+            }
+            accept(&mut ledger, 0, 1, &json(&three)).await;
+            flush(&mut ledger).await;
+            assert_eq!(ledger.summary().tests_added, 1, "between: {commit_between}");
+            assert_eq!(ledger.summary().duplicates, 0);
+            assert_eq!(ledger.summary().reports, 1);
+            assert_holds_every_test_once(dir.path(), &two).await;
+            let added = format!(
+                "SELECT count(*) FROM reports WHERE {TCP_TEST} AND test_index = 2 \
+                 AND message_id LIKE '%202607090957.6713a660-lkp@intel.com%'"
+            );
+            assert_eq!(
+                scalar(dir.path(), &added).await,
+                1,
+                "the added test is the third, from the mail that carried it"
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_restarted_transformer_knows_the_tests_the_lake_holds() {
+        let (two, three) = same_key_mails();
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut first = ledger(dir.path()).await;
+        accept(&mut first, 0, 0, &json(&two)).await;
+        flush(&mut first).await;
+        drop(first);
+
+        let mut second = ledger(dir.path()).await;
+        accept(&mut second, 0, 1, &json(&three)).await;
+        accept(&mut second, 0, 2, &json(&two)).await;
+        accept(&mut second, 0, 3, &json(&three)).await;
+        flush(&mut second).await;
+        assert_eq!(second.summary().tests_added, 1);
+        assert_eq!(second.summary().duplicates, 2);
+        assert_holds_every_test_once(dir.path(), &two).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_mail_whose_tests_are_all_held_is_a_duplicate() {
+        let (two, three) = same_key_mails();
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut ledger = ledger(dir.path()).await;
+        accept(&mut ledger, 0, 0, &json(&three)).await;
+        accept(&mut ledger, 0, 1, &json(&two)).await;
+        flush(&mut ledger).await;
+        assert_eq!(ledger.summary().tests_added, 0);
+        assert_eq!(ledger.summary().duplicates, 1);
+        assert_eq!(ledger.summary().report_messages, 2);
+        assert_holds_every_test_once(dir.path(), &two).await;
     }
 
     /// The lake as a crash between the `metrics` commit and the next leaves it: the newest

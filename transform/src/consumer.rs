@@ -243,6 +243,11 @@ impl Member {
                     }
                     match received {
                         Received::End(partition) => {
+                            tracing::debug!(
+                                partition,
+                                buffered = self.ledger.buffered_messages(),
+                                "partition read to its end"
+                            );
                             self.ledger.tracker().on_eof(partition, Instant::now());
                         }
                         Received::Error(e) => {

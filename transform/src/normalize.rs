@@ -243,14 +243,15 @@ impl<'a> Normalizer<'a> {
 
     /// Buffers a report's rows for every table.
     pub fn push(&mut self, report: &'a Report) {
-        self.push_into(report, Tables::ALL);
+        self.push_into(report, Tables::ALL, 0);
     }
 
     /// Adds a report's rows to the chosen tables only (a replay after a crash between two
-    /// tables' commits completes the ones that are missing).
-    pub fn push_into(&mut self, report: &'a Report, tables: Tables) {
+    /// tables' commits completes the ones that are missing). Its first test gets `test_index`
+    /// `first_index` (more than 0 for tests added to a report the lake holds).
+    pub fn push_into(&mut self, report: &'a Report, tables: Tables, first_index: u32) {
         let time = report.date.map(|d| d.timestamp_micros());
-        for (index, test) in report.tests.iter().enumerate() {
+        for (index, test) in (first_index as usize..).zip(&report.tests) {
             if tables.contains(Table::Metrics) {
                 self.push_metrics(report, test, time);
             }

@@ -216,6 +216,7 @@ impl ScalarUDFImpl for JsonBuildObject {
 /// Registers the functions on `ctx`, replacing DataFusion's own `version()`.
 pub fn register(ctx: &SessionContext) {
     super::bounded::register(ctx);
+    super::bounded_agg::register(ctx);
     ctx.register_udf(ScalarUDF::new_from_impl(JsonBuildObject {
         signature: Signature::variadic_any(Volatility::Immutable),
     }));

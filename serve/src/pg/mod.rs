@@ -8,6 +8,7 @@
 
 mod auth;
 mod bounded;
+mod bounded_agg;
 mod cursor;
 mod execute;
 pub mod functions;
