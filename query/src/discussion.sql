@@ -113,3 +113,121 @@ WHERE r.test_index = 0
 GROUP BY
     r.report_key, r.date, r.kind, r.subject, r.commit, r.commit_title, r.testcase, r.machine,
     r.headline_metric, r.headline_change_pct, r.message_id;
+
+-- regressions: one row per culprit commit and verdict, from every report that names it: where
+-- it showed (testcases, machines, headline metrics), how bad (the largest headline change),
+-- when it was reported, who answered, and whether a later report of the same series came back
+-- to the level before the culprit. Culprits are compared on 10 hex digits, as report keys are.
+--
+-- A regression report is recovered when a later report of one of its headline series (same
+-- testcase, machine, parameters and metric) goes the other way (an improvement) and ends
+-- nearer the level before the culprit than the level the culprit left: often the robot's
+-- improvement report on the fixing commit. The culprit is recovered when every regression
+-- report of it is. Status, for regressions: `recovered`, else `discussed` (a reply cites one of
+-- its reports), else `open`; an improvement is `improvement`, never open or recovered.
+CREATE VIEW regressions AS
+WITH tests AS (
+    SELECT
+        report_key, date, kind, subject, commit, commit_title, branch, testcase, machine,
+        headline_metric, headline_change_pct,
+        lower(left(commit, 10)) AS culprit
+    FROM reports
+    WHERE kind IN ('regression', 'improvement')
+),
+recoveries AS (
+    SELECT
+        g.report_key,
+        l.report_key AS recovered_report,
+        row_number() OVER (PARTITION BY g.report_key ORDER BY l.time, l.report_key) AS pick
+    FROM headlines g
+    JOIN headlines l
+        ON l.testcase = g.testcase AND l.machine = g.machine AND l.params = g.params
+        AND l.metric = g.metric AND l.time > g.time
+    WHERE g.kind = 'regression' AND l.kind = 'improvement'
+        AND abs(l.head_value - g.base_value) < abs(l.head_value - g.head_value)
+),
+per_report AS (
+    SELECT
+        t.report_key,
+        t.culprit,
+        t.kind,
+        -- The commit as the report's commit line prints it (40 digits), not the table's 10.
+        c.commit AS recovered_commit,
+        r.recovered_report
+    FROM (SELECT DISTINCT report_key, culprit, kind FROM tests) t
+    LEFT JOIN recoveries r ON r.report_key = t.report_key AND r.pick = 1
+    LEFT JOIN (SELECT report_key, max(commit) AS commit FROM reports GROUP BY report_key) c
+        ON c.report_key = r.recovered_report
+),
+verdicts AS (
+    SELECT
+        culprit,
+        kind,
+        bool_and(recovered_report IS NOT NULL) AS recovered,
+        max(recovered_commit) AS recovered_commit,
+        max(recovered_report) AS recovered_report
+    FROM per_report
+    GROUP BY culprit, kind
+),
+replies AS (
+    SELECT
+        t.culprit,
+        t.kind,
+        count(DISTINCT m.mention_key) AS replies,
+        count(DISTINCT m.sender) AS repliers,
+        array_agg(DISTINCT m.sender) FILTER (WHERE m.sender IS NOT NULL) AS senders,
+        min(m.date) AS first_reply
+    FROM (SELECT DISTINCT report_key, culprit, kind FROM tests) t
+    JOIN mentions m ON m.report_key = t.report_key
+    GROUP BY t.culprit, t.kind
+),
+culprits AS (
+    SELECT
+        culprit,
+        kind,
+        max(commit) AS commit,
+        max(commit_title) AS commit_title,
+        -- The robot's subject names the branch, then the subsystem: `[linus:master] [mm] ...`.
+        max(nullif(split_part(split_part(subject, '] [', 2), ']', 1), '')) AS subject_tag,
+        -- Else the commit title's prefix, past a `[PATCH v4 4/5]` tag.
+        max(split_part(regexp_replace(commit_title, '^\[[^\]]*\] *', ''), ':', 1)) AS title_prefix,
+        max(branch) AS branch,
+        count(DISTINCT report_key) AS reports,
+        array_agg(DISTINCT testcase) AS testcases,
+        array_agg(DISTINCT machine) AS machines,
+        array_agg(DISTINCT headline_metric) FILTER (WHERE headline_metric IS NOT NULL)
+            AS headline_metrics,
+        max(abs(headline_change_pct)) AS worst_change_pct,
+        min(date) AS first_report,
+        max(date) AS last_report
+    FROM tests
+    GROUP BY culprit, kind
+)
+SELECT
+    c.commit,
+    c.commit_title,
+    coalesce(c.subject_tag, c.title_prefix) AS subsystem,
+    c.kind AS verdict,
+    c.branch,
+    c.reports,
+    c.testcases,
+    c.machines,
+    c.headline_metrics,
+    c.worst_change_pct,
+    c.first_report,
+    c.last_report,
+    coalesce(p.replies, 0) AS replies,
+    coalesce(p.repliers, 0) AS repliers,
+    p.senders,
+    p.first_reply,
+    CASE WHEN v.recovered AND c.kind = 'regression' THEN v.recovered_commit END AS recovered_commit,
+    CASE WHEN v.recovered AND c.kind = 'regression' THEN v.recovered_report END AS recovered_report,
+    CASE
+        WHEN c.kind <> 'regression' THEN 'improvement'
+        WHEN v.recovered THEN 'recovered'
+        WHEN coalesce(p.replies, 0) > 0 THEN 'discussed'
+        ELSE 'open'
+    END AS status
+FROM culprits c
+JOIN verdicts v ON v.culprit = c.culprit AND v.kind = c.kind
+LEFT JOIN replies p ON p.culprit = c.culprit AND p.kind = c.kind;

@@ -35,7 +35,12 @@ pub const VIEWS: [&str; 3] = ["comparisons", "series", "headlines"];
 pub const DISCUSSION_VIEWS_SQL: &str = include_str!("discussion.sql");
 
 /// The views' names, in the order [`DISCUSSION_VIEWS_SQL`] defines them.
-pub const DISCUSSION_VIEWS: [&str; 3] = ["failure_comparisons", "mentions", "discussion"];
+pub const DISCUSSION_VIEWS: [&str; 4] = [
+    "failure_comparisons",
+    "mentions",
+    "discussion",
+    "regressions",
+];
 
 /// The name the `mentions` Delta table is served under: the `mentions` view adds the cited
 /// report to each of its rows.

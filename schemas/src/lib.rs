@@ -8,11 +8,13 @@
 #![warn(missing_docs)]
 
 pub mod key;
+pub mod link;
 pub mod mention;
 pub mod metric;
 pub mod report;
 pub mod tables;
 
+pub use link::{Link, LinkKind};
 pub use mention::{Mention, Message, mention_key};
 pub use report::{
     ChangeUnit, Commit, FailRuns, Failure, Headline, Kind, Machine, Report, Row, SCHEMA_VERSION,

@@ -61,6 +61,7 @@ fn sqlalchemy_and_pandas_read_with_bound_parameters_and_reflect_tables_views_and
             "failure_comparisons",
             "headlines",
             "mentions",
+            "regressions",
             "series"
         ])
     );
@@ -175,6 +176,7 @@ fn psqls_describe_commands_list_the_tables_the_views_and_a_tables_columns() {
             "public|failure_comparisons|view",
             "public|headlines|view",
             "public|mentions|view",
+            "public|regressions|view",
             "public|series|view"
         ],
         "{views}"

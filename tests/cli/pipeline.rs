@@ -419,6 +419,25 @@ fn mentions_cite_the_reports_read_by_hand(p: &Pipeline) {
         String::from_utf8_lossy(&out.stdout).lines().nth(1),
         Some("10,2")
     );
+    // The same report as a regression to track: its culprit from the report's commit line, the
+    // subsystem from its subject (`[linus:master] [mm]  01b9da291c: ...`), 67.7 %, the ten
+    // replies from two people: discussed, not recovered. Four robot mails measure it: the
+    // report and Oliver Sang's three re-tests in its thread (17, 19 and 20 May 2026, tables of
+    // 8285917d6f, 01b9da291c and a candidate fix).
+    let sql = "SELECT commit, commit_title, subsystem, verdict, reports, worst_change_pct, replies, \
+               repliers, recovered_commit IS NULL, status FROM regressions WHERE commit LIKE '01b9da291c%'";
+    let out = p.run(&["sql", "--lake", &lake, "--format", "csv", sql]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .skip(1)
+            .collect::<Vec<_>>(),
+        vec![
+            "01b9da291c4969354807b52956f4aae1f41b4924,mm: memcontrol: convert objcg to be per-memcg \
+             per-node type,mm,regression,4,67.7,10,2,true,discussed"
+        ]
+    );
 }
 
 #[test]
@@ -949,26 +968,66 @@ fn produce_transform_letter(p: &Pipeline, offset: i64, payload: &[u8]) {
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// Issue 37, item 2: a regression (a real report, tests/fixtures/same-key) and a later report on
+/// the same series that goes back near the level before the culprit
+/// (tests/fixtures/recovery/README.md): the culprit is recovered by the later commit; the later
+/// commit's own row is an improvement, which is never "recovered".
+#[test]
+fn a_later_improvement_back_to_the_level_before_the_culprit_recovers_the_regression() {
+    let lake = temp_dir("recovery-lake");
+    let fixtures = root().join("tests/fixtures");
+    run_into(
+        &lake,
+        &[
+            &fixtures.join("same-key/netperf-three-tests.eml"),
+            &fixtures.join("recovery/netperf-fix-improvement.eml"),
+        ],
+    );
+    let sql = "SELECT commit, subsystem, verdict, reports, worst_change_pct, replies, recovered_commit, \
+               status FROM regressions ORDER BY commit";
+    let out = lkplake(
+        &[
+            "sql",
+            "--lake",
+            &lake.to_string_lossy(),
+            "--format",
+            "csv",
+            sql,
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // worst_change_pct: the largest of the three tests' headline changes (73.9, 12.1, 1.9).
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .skip(1)
+            .collect::<Vec<_>>(),
+        vec![
+            "1e8017bb42651bb1dc84917b7864ae6159866b1d,mm/memcontrol,regression,1,73.9,0,\
+             7c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d,recovered",
+            "7c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d,mm/memcontrol,improvement,1,281.4,0,,improvement",
+        ]
+    );
+}
+
 /// Issue 36, item 10: two real-shaped mails of one report key, the second with a test the
 /// first lacks (tests/fixtures/same-key/README.md): the lake keeps every test once.
 #[test]
 fn run_keeps_the_test_a_later_mail_of_the_same_report_adds() {
     let lake = temp_dir("same-key-lake");
     let fixtures = root().join("tests/fixtures/same-key");
-    let mails = ["netperf-two-tests.eml", "netperf-three-tests.eml"]
-        .map(|name| fixtures.join(name).to_string_lossy().into_owned());
-    let out = lkplake(
+    let stderr = run_into(
+        &lake,
         &[
-            "run",
-            "--lake",
-            &lake.to_string_lossy(),
-            &mails[0],
-            &mails[1],
+            &fixtures.join("netperf-two-tests.eml"),
+            &fixtures.join("netperf-three-tests.eml"),
         ],
-        None,
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("2 messages: 1 reports written"), "{stderr}");
     assert!(
         stderr.contains("1 tests added to reports already in the lake, 0 duplicates skipped"),

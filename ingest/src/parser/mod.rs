@@ -6,6 +6,7 @@
 //! and every kind of archive damage then reduces to one grammar: line breaks, indentation and
 //! collapsed whitespace stop mattering.
 
+pub mod links;
 mod mention;
 mod prose;
 pub(crate) mod table;

@@ -8,6 +8,7 @@ mod damage;
 mod failures;
 mod fixtures;
 mod follow_ups;
+mod links;
 mod mentions;
 mod properties;
 mod seeds;
