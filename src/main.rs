@@ -6,6 +6,7 @@ mod export;
 mod generate;
 mod parse;
 mod pipeline;
+mod regressions;
 mod serve;
 mod sql;
 mod trend;
@@ -41,6 +42,8 @@ enum Command {
     Compact(pipeline::CompactArgs),
     /// Generate realistic synthetic reports (for benchmarks and tests).
     Gen(generate::GenArgs),
+    /// List the culprits the robot reported, with their status: open, discussed, recovered.
+    Regressions(regressions::RegressionsArgs),
     /// Run SQL over the lake, or open an interactive SQL shell.
     Sql(sql::SqlArgs),
     /// Serve the lake over the Postgres wire protocol (psql, psycopg, Grafana).
@@ -72,6 +75,7 @@ fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
                 .await
                 .map(|()| ExitCode::SUCCESS),
             Command::Sql(args) => sql::run(&args).await.map(ok),
+            Command::Regressions(args) => regressions::run(&args).await.map(ok),
             Command::Serve(args) => serve::run(&args, &shutdown)
                 .await
                 .map(|()| ExitCode::SUCCESS),

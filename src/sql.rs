@@ -73,7 +73,8 @@ fn statements(sql: &str) -> anyhow::Result<Vec<String>> {
     Ok(parsed.iter().map(ToString::to_string).collect())
 }
 
-async fn execute(
+/// Runs one statement and prints its rows in `format`.
+pub(crate) async fn execute(
     engine: &Engine,
     sql: &str,
     format: Format,
@@ -98,7 +99,7 @@ fn history_path() -> Option<PathBuf> {
 
 const HELP: &str = "\
 End a statement with `;` (it may span lines). Tables: metrics, reports, failures, mention_mails;
-views: comparisons, series, headlines, failure_comparisons, mentions, discussion (see
+views: comparisons, series, headlines, failure_comparisons, mentions, discussion, regressions (see
 docs/QUERY.md). \\d lists them, \\d NAME shows columns, \\q quits.";
 
 async fn shell(engine: &Engine, format: Format) -> anyhow::Result<()> {

@@ -138,6 +138,7 @@ recoveries AS (
     SELECT
         g.report_key,
         l.report_key AS recovered_report,
+        l.time AS recovered_at,
         row_number() OVER (PARTITION BY g.report_key ORDER BY l.time, l.report_key) AS pick
     FROM headlines g
     JOIN headlines l
@@ -146,28 +147,34 @@ recoveries AS (
     WHERE g.kind = 'regression' AND l.kind = 'improvement'
         AND abs(l.head_value - g.base_value) < abs(l.head_value - g.head_value)
 ),
-per_report AS (
+-- Per culprit: whether every report of it recovered, and the recovery that came last (the one
+-- that completed it), so that the commit and the report shown belong together.
+ranked AS (
     SELECT
-        t.report_key,
         t.culprit,
         t.kind,
-        -- The commit as the report's commit line prints it (40 digits), not the table's 10.
-        c.commit AS recovered_commit,
-        r.recovered_report
+        r.recovered_report,
+        min(CASE WHEN r.recovered_report IS NULL THEN 0 ELSE 1 END)
+            OVER (PARTITION BY t.culprit, t.kind) = 1 AS recovered,
+        row_number() OVER (
+            PARTITION BY t.culprit, t.kind
+            ORDER BY r.recovered_at DESC NULLS LAST, r.recovered_report
+        ) AS pick
     FROM (SELECT DISTINCT report_key, culprit, kind FROM tests) t
     LEFT JOIN recoveries r ON r.report_key = t.report_key AND r.pick = 1
-    LEFT JOIN (SELECT report_key, max(commit) AS commit FROM reports GROUP BY report_key) c
-        ON c.report_key = r.recovered_report
 ),
 verdicts AS (
     SELECT
-        culprit,
-        kind,
-        bool_and(recovered_report IS NOT NULL) AS recovered,
-        max(recovered_commit) AS recovered_commit,
-        max(recovered_report) AS recovered_report
-    FROM per_report
-    GROUP BY culprit, kind
+        v.culprit,
+        v.kind,
+        v.recovered,
+        v.recovered_report,
+        -- The commit as the report's commit line prints it (40 digits), not the table's 10.
+        c.commit AS recovered_commit
+    FROM ranked v
+    LEFT JOIN (SELECT report_key, max(commit) AS commit FROM reports GROUP BY report_key) c
+        ON c.report_key = v.recovered_report
+    WHERE v.pick = 1
 ),
 replies AS (
     SELECT

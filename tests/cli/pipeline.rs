@@ -1013,6 +1013,49 @@ fn a_later_improvement_back_to_the_level_before_the_culprit_recovers_the_regress
             "7c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d,mm/memcontrol,improvement,1,281.4,0,,improvement",
         ]
     );
+    // The same through `lkplake regressions`: its filters and its columns.
+    let lake_arg = lake.to_string_lossy().into_owned();
+    let listed = |filters: &[&str]| {
+        let mut args = vec!["regressions", "--lake", &lake_arg, "--format", "csv"];
+        args.extend_from_slice(filters);
+        let out = lkplake(&args, None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split(',').take(3).collect::<Vec<_>>().join(","))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        listed(&["--status", "recovered"]),
+        vec![
+            "status,subsystem,commit",
+            "recovered,mm/memcontrol,1e8017bb42651bb1dc84917b7864ae6159866b1d"
+        ]
+    );
+    assert_eq!(
+        listed(&["--status", "open,discussed"]),
+        vec!["status,subsystem,commit"]
+    );
+    // Last reported on 2026-07-20 (the improvement) and 2026-07-09 (the culprit), newest first.
+    assert_eq!(
+        listed(&["--subsystem", "mm/memcontrol"]),
+        vec![
+            "status,subsystem,commit",
+            "improvement,mm/memcontrol,7c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d",
+            "recovered,mm/memcontrol,1e8017bb42651bb1dc84917b7864ae6159866b1d"
+        ]
+    );
+    assert_eq!(
+        listed(&["--since", "2026-07-15"]),
+        vec![
+            "status,subsystem,commit",
+            "improvement,mm/memcontrol,7c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d"
+        ]
+    );
 }
 
 /// Issue 36, item 10: two real-shaped mails of one report key, the second with a test the
