@@ -129,7 +129,7 @@ CREATE VIEW regressions AS
 WITH tests AS (
     SELECT
         report_key, date, kind, subject, commit, commit_title, branch, testcase, machine,
-        headline_metric, headline_change_pct,
+        headline_metric, headline_change_pct, message_id, quoted,
         lower(left(commit, 10)) AS culprit
     FROM reports
     WHERE kind IN ('regression', 'improvement')
@@ -175,6 +175,16 @@ verdicts AS (
     LEFT JOIN (SELECT report_key, max(commit) AS commit FROM reports GROUP BY report_key) c
         ON c.report_key = v.recovered_report
     WHERE v.pick = 1
+),
+-- The culprit's first report, an original before a quoted copy: where a reader starts.
+first_reports AS (
+    SELECT
+        culprit,
+        kind,
+        message_id,
+        row_number() OVER (PARTITION BY culprit, kind ORDER BY quoted, date, report_key) AS pick
+    FROM tests
+    WHERE message_id IS NOT NULL
 ),
 replies AS (
     SELECT
@@ -234,7 +244,10 @@ SELECT
         WHEN v.recovered THEN 'recovered'
         WHEN coalesce(p.replies, 0) > 0 THEN 'discussed'
         ELSE 'open'
-    END AS status
+    END AS status,
+    f.message_id,
+    concat('https://lore.kernel.org/all/', btrim(f.message_id, '<>'), '/') AS lore_url
 FROM culprits c
 JOIN verdicts v ON v.culprit = c.culprit AND v.kind = c.kind
-LEFT JOIN replies p ON p.culprit = c.culprit AND p.kind = c.kind;
+LEFT JOIN replies p ON p.culprit = c.culprit AND p.kind = c.kind
+LEFT JOIN first_reports f ON f.culprit = c.culprit AND f.kind = c.kind AND f.pick = 1;

@@ -1013,6 +1013,22 @@ fn a_later_improvement_back_to_the_level_before_the_culprit_recovers_the_regress
             "7c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d,mm/memcontrol,improvement,1,281.4,0,,improvement",
         ]
     );
+    // Each row links to its culprit's first report on lore.
+    let out = lkplake(
+        &[
+            "sql",
+            "--lake",
+            &lake.to_string_lossy(),
+            "--format",
+            "csv",
+            "SELECT lore_url FROM regressions WHERE verdict = 'regression'",
+        ],
+        None,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().nth(1),
+        Some("https://lore.kernel.org/all/202607090957.6713a660-lkp@intel.com/")
+    );
     // The same through `lkplake regressions`: its filters and its columns.
     let lake_arg = lake.to_string_lossy().into_owned();
     let listed = |filters: &[&str]| {
