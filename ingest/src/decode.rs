@@ -34,6 +34,13 @@ pub struct Document {
     pub is_binary: bool,
 }
 
+impl Document {
+    /// Whether the headers place the mail in a thread (`In-Reply-To:` or `References:`).
+    pub fn in_thread(&self) -> bool {
+        self.in_reply_to.is_some() || !self.references.is_empty()
+    }
+}
+
 /// Decodes one message.
 pub fn decode(bytes: &[u8]) -> Document {
     if looks_like_rfc822(bytes)

@@ -246,17 +246,21 @@ async fn sort_partition(
         })
 }
 
-/// A text column's values, whether DataFusion returned it as `Utf8View` or `Utf8`.
-fn strings(column: &deltalake::arrow::array::ArrayRef) -> Vec<Option<String>> {
+/// A text column of a query on `which`, whatever string type DataFusion returned it as
+/// (`Utf8View`, `Utf8`, or dictionary-encoded for a partition column).
+fn strings(
+    which: Table,
+    column: &deltalake::arrow::array::ArrayRef,
+) -> Result<Vec<Option<String>>, LakeError> {
     use deltalake::arrow::array::AsArray;
-    match column.as_string_view_opt() {
-        Some(values) => values.iter().map(|v| v.map(str::to_owned)).collect(),
-        None => column
-            .as_string::<i32>()
-            .iter()
-            .map(|v| v.map(str::to_owned))
-            .collect(),
-    }
+    use deltalake::arrow::datatypes::DataType;
+    let text = deltalake::arrow::compute::cast(column, &DataType::Utf8)
+        .map_err(|e| LakeError::query(which.name())(e.into()))?;
+    Ok(text
+        .as_string::<i32>()
+        .iter()
+        .map(|v| v.map(str::to_owned))
+        .collect())
 }
 
 /// Opens a table of the lake, creating it with its schema and partitioning when missing.
@@ -364,10 +368,9 @@ impl Lake {
     pub async fn report_tests(&self) -> Result<Vec<StoredTest>, LakeError> {
         use deltalake::arrow::array::AsArray;
         use deltalake::arrow::datatypes::Int64Type;
-        // Delta has no unsigned integers: the column reads back as a signed one; partition
-        // columns (testcase, machine) read back dictionary-encoded.
-        let sql = "SELECT report_key, CAST(test_index AS BIGINT), quoted, \
-                   CAST(testcase AS VARCHAR), CAST(machine AS VARCHAR), params FROM reports";
+        // Delta has no unsigned integers: the column reads back as a signed one.
+        let sql = "SELECT report_key, CAST(test_index AS BIGINT), quoted, testcase, machine, params \
+                   FROM reports";
         let mut out = Vec::new();
         for batch in self.select(Table::Reports, sql).await? {
             let (Some(index), Some(quoted)) = (
@@ -380,8 +383,9 @@ impl Lake {
                 ));
                 return Err(LakeError::query(Table::Reports.name())(found));
             };
-            let columns = [0, 3, 4, 5].map(|c| strings(batch.column(c)));
-            let [keys, testcases, machines, params] = columns;
+            let [keys, testcases, machines, params] =
+                [0, 3, 4, 5].map(|c| strings(Table::Reports, batch.column(c)));
+            let (keys, testcases, machines, params) = (keys?, testcases?, machines?, params?);
             let rows = keys.into_iter().zip(testcases).zip(machines).zip(params);
             for (i, (((key, testcase), machine), params)) in rows.enumerate() {
                 // Every one of these columns is declared non-null.
@@ -408,7 +412,11 @@ impl Lake {
         let sql = "SELECT DISTINCT mention_key FROM mentions";
         let mut out = HashSet::new();
         for batch in self.select(Table::Mentions, sql).await? {
-            out.extend(strings(batch.column(0)).into_iter().flatten());
+            out.extend(
+                strings(Table::Mentions, batch.column(0))?
+                    .into_iter()
+                    .flatten(),
+            );
         }
         Ok(out)
     }

@@ -134,6 +134,9 @@ WITH tests AS (
     FROM reports
     WHERE kind IN ('regression', 'improvement')
 ),
+culprit_reports AS (
+    SELECT DISTINCT report_key, culprit, kind FROM tests
+),
 recoveries AS (
     SELECT
         g.report_key,
@@ -160,7 +163,7 @@ ranked AS (
             PARTITION BY t.culprit, t.kind
             ORDER BY r.recovered_at DESC NULLS LAST, r.recovered_report
         ) AS pick
-    FROM (SELECT DISTINCT report_key, culprit, kind FROM tests) t
+    FROM culprit_reports t
     LEFT JOIN recoveries r ON r.report_key = t.report_key AND r.pick = 1
 ),
 verdicts AS (
@@ -194,7 +197,7 @@ replies AS (
         count(DISTINCT m.sender) AS repliers,
         array_agg(DISTINCT m.sender) FILTER (WHERE m.sender IS NOT NULL) AS senders,
         min(m.date) AS first_reply
-    FROM (SELECT DISTINCT report_key, culprit, kind FROM tests) t
+    FROM culprit_reports t
     JOIN mentions m ON m.report_key = t.report_key
     GROUP BY t.culprit, t.kind
 ),

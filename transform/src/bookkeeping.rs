@@ -99,12 +99,12 @@ enum Seen {
 }
 
 impl Seen {
+    fn quoted(quoted: bool) -> Self {
+        if quoted { Seen::Quoted } else { Seen::Original }
+    }
+
     fn of(report: &Report) -> Self {
-        if report.quoted {
-            Seen::Quoted
-        } else {
-            Seen::Original
-        }
+        Seen::quoted(report.quoted)
     }
 
     /// Two sets of copies together: quoted only if both are (the lake's `bool_and(quoted)`).
@@ -158,12 +158,17 @@ impl Held {
         self.next_index = self.next_index.max(first_index.saturating_add(count));
     }
 
-    fn new(report: &Report, first_index: u32) -> Self {
-        let mut held = Held {
-            seen: Seen::of(report),
+    /// Nothing held yet, of copies that are `seen`.
+    fn empty(seen: Seen) -> Self {
+        Held {
+            seen,
             tests: HashSet::new(),
             next_index: 0,
-        };
+        }
+    }
+
+    fn new(report: &Report, first_index: u32) -> Self {
+        let mut held = Held::empty(Seen::of(report));
         held.add(report, first_index);
         held
     }
@@ -262,16 +267,8 @@ async fn load_keys(lake: &Lake) -> Result<HashMap<String, Held>, TransformError>
 fn held_keys(rows: Vec<StoredTest>) -> HashMap<String, Held> {
     let mut keys: HashMap<String, Held> = HashMap::new();
     for row in rows {
-        let seen = if row.quoted {
-            Seen::Quoted
-        } else {
-            Seen::Original
-        };
-        let held = keys.entry(row.report_key).or_insert(Held {
-            seen,
-            tests: HashSet::new(),
-            next_index: 0,
-        });
+        let seen = Seen::quoted(row.quoted);
+        let held = keys.entry(row.report_key).or_insert(Held::empty(seen));
         held.seen = held.seen.and(seen);
         held.tests
             .insert(TestId::new(&row.testcase, &row.machine, &row.params));
@@ -842,19 +839,16 @@ impl Ledger {
             }
             match p.message {
                 Some(Message::Report(report)) => {
-                    let from = match p.adds_from {
-                        Some(from) => from,
+                    match p.adds_from {
+                        Some(from) => {
+                            let held = self.lake_keys.entry(report.report_key.clone());
+                            held.and_modify(|h| h.add(&report, from))
+                                .or_insert_with(|| Held::new(&report, from));
+                        }
                         None => {
                             self.summary.reports += 1;
-                            // A replaced quoted copy is gone from the lake.
-                            self.lake_keys.remove(&report.report_key);
-                            0
-                        }
-                    };
-                    match self.lake_keys.get_mut(&report.report_key) {
-                        Some(held) => held.add(&report, from),
-                        None => {
-                            let held = Held::new(&report, from);
+                            // New to the lake, or replacing quoted copies that are gone from it.
+                            let held = Held::new(&report, 0);
                             self.lake_keys.insert(report.report_key.clone(), held);
                         }
                     }

@@ -211,7 +211,7 @@ fn inline_patch_title(own: &[&str]) -> Option<String> {
 
 /// Whether the mail answers another (so it may be an applied notice).
 fn is_reply(doc: &Document, subject: Option<&Subject<'_>>) -> bool {
-    doc.in_reply_to.is_some() || !doc.references.is_empty() || subject.is_some_and(|s| s.reply)
+    doc.in_thread() || subject.is_some_and(|s| s.reply)
 }
 
 /// The Message-IDs the own `Closes:`/`Link:` trailers name, in order, each once. A trailer

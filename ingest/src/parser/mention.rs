@@ -15,8 +15,7 @@ pub(super) fn read(
     streams: &[(usize, String)],
     source: &Source,
 ) -> Option<Mention> {
-    let is_reply = doc.in_reply_to.is_some()
-        || !doc.references.is_empty()
+    let is_reply = doc.in_thread()
         || doc
             .subject
             .as_deref()
