@@ -10,6 +10,7 @@ mod regressions;
 mod serve;
 mod sql;
 mod trend;
+mod triage;
 mod units;
 
 use clap::{Parser, Subcommand};
@@ -42,8 +43,12 @@ enum Command {
     Compact(pipeline::CompactArgs),
     /// Generate realistic synthetic reports (for benchmarks and tests).
     Gen(generate::GenArgs),
-    /// List the culprits the robot reported, with their status: open, discussed, recovered.
+    /// List the culprits the robot reported, with their status: open, discussed, fix-posted,
+    /// fixed, recovered, or the one a person gave.
     Regressions(regressions::RegressionsArgs),
+    /// Give a culprit a status by hand (acknowledged, investigating, invalid, wontfix, fixed),
+    /// kept in the lake's `triage` table with who, when and why.
+    Triage(triage::TriageArgs),
     /// Run SQL over the lake, or open an interactive SQL shell.
     Sql(sql::SqlArgs),
     /// Serve the lake over the Postgres wire protocol (psql, psycopg, Grafana).
@@ -76,6 +81,7 @@ fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
                 .map(|()| ExitCode::SUCCESS),
             Command::Sql(args) => sql::run(&args).await.map(ok),
             Command::Regressions(args) => regressions::run(&args).await.map(ok),
+            Command::Triage(args) => triage::run(&args).await.map(ok),
             Command::Serve(args) => serve::run(&args, &shutdown)
                 .await
                 .map(|()| ExitCode::SUCCESS),

@@ -1,11 +1,11 @@
-//! `lkplake parse`: reports and mentions to stdout, failures to stderr.
+//! `lkplake parse`: reports, mentions and links to stdout, failures to stderr.
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use lkplake_ingest::Parsed;
 use lkplake_ingest::parallel::{default_threads, parse_input};
 use lkplake_ingest::source::expand_paths;
-use lkplake_schemas::{Mention, Message, Report, Source};
+use lkplake_schemas::{Link, Mention, Message, Report, Source};
 use std::io::{BufWriter, Write};
 use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
@@ -29,9 +29,9 @@ pub struct ParseArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Format {
-    /// One JSON object per report or mention per line, as sent to Kafka.
+    /// One JSON object per report, mention or link per line, as sent to Kafka.
     Json,
-    /// One line per report test or mention, for people.
+    /// One line per report test, mention or link, for people.
     Table,
 }
 
@@ -41,6 +41,7 @@ struct Counts {
     reports: u64,
     quoted: u64,
     mentions: u64,
+    links: u64,
     not_reports: u64,
     failed: u64,
 }
@@ -78,6 +79,10 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
                                 counts.mentions += 1;
                                 write_mention(&mut out, args.format, mention)
                             }
+                            Message::Link(link) => {
+                                counts.links += 1;
+                                write_link(&mut out, args.format, link)
+                            }
                         };
                         if written.is_err() {
                             return ControlFlow::Break(());
@@ -104,11 +109,12 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<ExitCode> {
     out.flush().context("writing to stdout")?;
 
     eprintln!(
-        "lkplake parse: {} messages: {} reports ({} quoted copies), {} mentions, {} not reports, {} failed{}{}",
+        "lkplake parse: {} messages: {} reports ({} quoted copies), {} mentions, {} links, {} not reports, {} failed{}{}",
         counts.messages,
         counts.reports,
         counts.quoted,
         counts.mentions,
+        counts.links,
         counts.not_reports,
         counts.failed,
         if unreadable > 0 {
@@ -193,6 +199,31 @@ fn write_mention(out: &mut impl Write, format: Format, mention: &Mention) -> any
                 mention.sender.as_deref().unwrap_or("-"),
             )?;
         }
+    }
+    Ok(())
+}
+
+fn write_link(out: &mut impl Write, format: Format, link: &Link) -> anyhow::Result<()> {
+    match format {
+        Format::Json => {
+            serde_json::to_writer(&mut *out, link)?;
+            writeln!(out)?;
+        }
+        Format::Table => writeln!(
+            out,
+            "{:<32}  {:<20}  {:<11}  {:<22}  {:<16}  {:>5}  {} {}  (link by {})",
+            link.link_key,
+            link.date
+                .map(|d| d.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+                .unwrap_or_default(),
+            "link",
+            "-",
+            "-",
+            "",
+            link.kind.as_str(),
+            link.target,
+            link.sender.as_deref().unwrap_or("-"),
+        )?,
     }
     Ok(())
 }

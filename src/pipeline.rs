@@ -38,7 +38,7 @@ pub struct KafkaArgs {
     #[arg(long, env = "LKPLAKE_DLQ_TOPIC", default_value = DLQ_TOPIC)]
     pub dlq_topic: String,
     /// The transformer's dead-letter topic: messages of the reports topic it cannot read (not
-    /// report or mention JSON, or a newer schema_version). Created at the first letter.
+    /// report, mention or link JSON, or a newer schema_version). Created at the first letter.
     #[arg(long, env = "LKPLAKE_TRANSFORM_DLQ_TOPIC", default_value = TRANSFORM_DLQ_TOPIC)]
     pub transform_dlq_topic: String,
 }
@@ -262,12 +262,13 @@ async fn ingest_into(
 
 fn print_ingest(summary: &IngestSummary) {
     eprintln!(
-        "lkplake ingest: {} inputs, {} messages: {} reports ({} quoted copies), {} mentions, {} not reports skipped, {} dead-lettered{}{}",
+        "lkplake ingest: {} inputs, {} messages: {} reports ({} quoted copies), {} mentions, {} links, {} not reports skipped, {} dead-lettered{}{}",
         summary.inputs,
         summary.messages,
         summary.reports,
         summary.quoted,
         summary.mentions,
+        summary.links,
         summary.not_reports,
         summary.dead_lettered,
         if summary.unreadable > 0 {
@@ -348,12 +349,13 @@ enum LetterTopic {
 /// The transformer's summary; `dlq_topic` is where its dead letters went.
 fn print_transform(summary: &TransformSummary, dlq_topic: &str, letters: LetterTopic) {
     eprintln!(
-        "lkplake transform: {} messages: {} reports written ({} metric rows, {} commits), {} mentions written, {} tests added to reports already in the lake, {} duplicates skipped, {} quoted copies replaced by their original, {} already in the lake, {} dead-lettered to {dlq_topic}, {} commits retried after a conflict",
+        "lkplake transform: {} messages: {} reports written ({} metric rows, {} commits), {} mentions written, {} links written, {} tests added to reports already in the lake, {} duplicates skipped, {} quoted copies replaced by their original, {} already in the lake, {} dead-lettered to {dlq_topic}, {} commits retried after a conflict",
         summary.messages,
         summary.reports,
         summary.metric_rows,
         summary.commits,
         summary.mentions,
+        summary.links,
         summary.tests_added,
         summary.duplicates,
         summary.replaced_quoted,
@@ -663,11 +665,12 @@ async fn replay_dead_letters(
         );
     }
     eprintln!(
-        "lkplake dlq replay: {} letters: {} replayed now ({} reports and {} mentions produced to {}), {} replayed before, {} now not reports, {} still failing (left in {})",
+        "lkplake dlq replay: {} letters: {} replayed now ({} reports, {} mentions and {} links produced to {}), {} replayed before, {} now not reports, {} still failing (left in {})",
         summary.letters,
         summary.replayed,
         summary.reports,
         summary.mentions,
+        summary.links,
         target.reports_topic,
         summary.already_replayed,
         summary.not_reports,

@@ -1,5 +1,6 @@
 //! `lkplake regressions`: the `regressions` view the way a kernel engineer reads it every week:
-//! which culprits are open, discussed or recovered, in which subsystem, since when.
+//! which culprits are open, discussed, answered by a fix, fixed or recovered, in which subsystem,
+//! since when.
 
 use crate::sql::{OutputFormat, execute};
 use chrono::NaiveDate;
@@ -14,10 +15,22 @@ pub enum Status {
     Open,
     /// A regression a reply cites.
     Discussed,
+    /// A regression a patch answers (its `Closes:` names a report, or its `Fixes:` the culprit).
+    FixPosted,
+    /// A regression whose fix was applied, or whose culprit a patch reverts.
+    Fixed,
     /// A regression a later report brought back to the level before the culprit.
     Recovered,
     /// An improvement.
     Improvement,
+    /// Given by hand (`lkplake triage`): taken as a real regression.
+    Acknowledged,
+    /// Given by hand: someone is working on it.
+    Investigating,
+    /// Given by hand: not a regression.
+    Invalid,
+    /// Given by hand: real, and kept on purpose.
+    Wontfix,
 }
 
 impl Status {
@@ -25,8 +38,14 @@ impl Status {
         match self {
             Status::Open => "open",
             Status::Discussed => "discussed",
+            Status::FixPosted => "fix-posted",
+            Status::Fixed => "fixed",
             Status::Recovered => "recovered",
             Status::Improvement => "improvement",
+            Status::Acknowledged => "acknowledged",
+            Status::Investigating => "investigating",
+            Status::Invalid => "invalid",
+            Status::Wontfix => "wontfix",
         }
     }
 }
@@ -52,7 +71,8 @@ pub struct RegressionsArgs {
 
 /// The columns printed, in order: what to look at first, then where it came from.
 const COLUMNS: &str = "status, subsystem, commit, commit_title, verdict, reports, worst_change_pct, \
-                       first_report, last_report, replies, repliers, recovered_commit";
+                       first_report, last_report, replies, repliers, fix_posted, fix_commit, \
+                       recovered_commit, auto_status, triaged_by, triage_note";
 
 /// The query for `args`: the view filtered, most recently reported first.
 fn query(args: &RegressionsArgs) -> String {

@@ -63,9 +63,9 @@ measure archive.gz "$work/archive.gz"
 summary=$(tail -1 "$work/archive.gz.err")
 echo "  $summary"
 [ "$status" = 0 ] || fail "archive.gz: lkplake parse exited $status" archive.gz
-# lkplake parse: M messages: R reports (0 quoted copies), 0 mentions, N not reports, 0 failed
+# lkplake parse: M messages: R reports (0 quoted copies), 0 mentions, 0 links, N not reports, 0 failed
 case "$summary" in
-"lkplake parse: $messages messages: $reports reports (0 quoted copies), 0 mentions, $((messages - reports)) not reports, 0 failed") ;;
+"lkplake parse: $messages messages: $reports reports (0 quoted copies), 0 mentions, 0 links, $((messages - reports)) not reports, 0 failed") ;;
 *) fail "archive.gz: expected $messages messages and $reports reports, none failed" archive.gz ;;
 esac
 [ "$(grep -c . "$work/archive.gz.out")" = "$reports" ] || fail "archive.gz: expected $reports reports on stdout" archive.gz
@@ -75,5 +75,5 @@ echo "  $(grep -m1 'larger than' "$work/text.gz.err" || true)"
 [ "$status" = 1 ] || fail "text.gz: expected exit 1 (one message refused), got $status" text.gz
 grep -q "^lkplake parse: $work/text.gz, message 0: larger than 67108864 bytes" "$work/text.gz.err" ||
     fail "text.gz: expected the error naming the file and the 64 MiB limit" text.gz
-grep -q "1 messages: 0 reports (0 quoted copies), 0 mentions, 0 not reports, 1 failed" "$work/text.gz.err" ||
+grep -q "1 messages: 0 reports (0 quoted copies), 0 mentions, 0 links, 0 not reports, 1 failed" "$work/text.gz.err" ||
     fail "text.gz: expected one message, refused" text.gz

@@ -244,6 +244,17 @@ fn decode_mail(bytes: &[u8]) -> Option<Document> {
         let start = memchr::memmem::find(bytes, b"\n\n").map_or(0, |p| p + 2);
         body = decode_text(&bytes[start..]).into_owned();
     }
+    Some(with_headers(&message, body))
+}
+
+/// A plain mail's [`Document`] with `body` as its text: only the header fields are decoded
+/// (the prefilter found the body needs no decoding, [`crate::prefilter::Plain::Links`]).
+pub fn decode_headers(bytes: &[u8], body: String) -> Option<Document> {
+    Some(with_headers(&MAIL_PARSER.parse_headers(bytes)?, body))
+}
+
+/// The document of a parsed message's header fields and `body`.
+fn with_headers(message: &mail_parser::Message<'_>, body: String) -> Document {
     let date = message
         .date()
         .and_then(|d| DateTime::<Utc>::from_timestamp(d.to_timestamp(), 0));
@@ -264,7 +275,7 @@ fn decode_mail(bytes: &[u8]) -> Option<Document> {
             (Some(name), None) => Some(name.to_owned()),
             (None, None) => None,
         });
-    Some(Document {
+    Document {
         subject: message.subject().map(collapse_whitespace),
         date,
         message_id: message.message_id().map(|id| format!("<{id}>")),
@@ -274,7 +285,7 @@ fn decode_mail(bytes: &[u8]) -> Option<Document> {
         body,
         is_mail: true,
         is_binary: false,
-    })
+    }
 }
 
 /// Text of unknown encoding: UTF-8 when it is valid, else Windows-1252 (a superset of

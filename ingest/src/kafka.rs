@@ -294,7 +294,11 @@ pub struct IngestSummary {
     pub quoted: u64,
     /// Replies that cite a report (its opening or rows), produced as mentions.
     pub mentions: u64,
-    /// Messages that are neither reports nor mentions (skipped, nothing produced).
+    /// Statements of later mail about a report, its culprit or its fix (a `Closes:` or
+    /// `Fixes:` trailer, a revert, an applied notice), produced as links.
+    pub links: u64,
+    /// Messages that are neither reports nor mentions and make no link (skipped, nothing
+    /// produced).
     pub not_reports: u64,
     /// Messages that look like reports but could not be parsed, produced to the dead-letter topic.
     pub dead_lettered: u64,
@@ -325,6 +329,7 @@ impl IngestSummary {
         self.reports += other.reports;
         self.quoted += other.quoted;
         self.mentions += other.mentions;
+        self.links += other.links;
         self.not_reports += other.not_reports;
         self.dead_lettered += other.dead_lettered;
         self.unreadable += other.unreadable;
@@ -368,6 +373,7 @@ pub(crate) enum Sent {
     /// A copy of a report quoted in a reply.
     Quoted,
     Mention,
+    Link,
 }
 
 /// What a dead letter cut to its first bytes records of the whole input.
@@ -689,6 +695,7 @@ pub async fn ingest(
                         summary.quoted += 1;
                     }
                     Sent::Mention => summary.mentions += 1,
+                    Sent::Link => summary.links += 1,
                 }
                 in_flight.push(deliver(
                     &producer,
@@ -848,13 +855,14 @@ pub async fn ingest(
 /// A send that resolves once the broker acknowledged it (`acks=all`).
 type Pending = std::pin::Pin<Box<dyn Future<Output = Result<(), KafkaIngestError>> + Send>>;
 
-/// Encodes a report or mention for the report topic; one that cannot be encoded (it cannot
+/// Encodes a report, mention or link for the report topic; one that cannot be encoded (it cannot
 /// happen with these types, but the bytes are kept either way) becomes a dead letter.
 pub(crate) fn encode(message: WireMessage) -> Item {
     let (sent, source) = match &message {
         WireMessage::Report(r) if r.quoted => (Sent::Quoted, &r.source),
         WireMessage::Report(r) => (Sent::Report, &r.source),
         WireMessage::Mention(m) => (Sent::Mention, &m.source),
+        WireMessage::Link(l) => (Sent::Link, &l.source),
     };
     let source = source.clone();
     let key = message.key().to_owned();

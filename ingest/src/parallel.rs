@@ -7,8 +7,8 @@
 //! Settled mail is never copied: only its place in the order travels.
 
 use crate::error::{ParseError, SourceError};
-use crate::parser::{Parsed, parse_document};
-use crate::prefilter::{Raw, quoted_printable_settles, read_raw};
+use crate::parser::{Parsed, parse_document, parse_links};
+use crate::prefilter::{Plain, Raw, read_plain, read_raw};
 use crate::source::{self, Handed, Input, InputRead, Oversize};
 use lkplake_schemas::Source;
 use std::ops::ControlFlow;
@@ -35,9 +35,12 @@ pub struct Outcome {
 /// A message on its way to a worker: settled already, or to be decoded.
 enum Job {
     Settled(Source, usize),
-    /// With where its quoted-printable body starts, when the raw bytes leave only that body
-    /// to look at ([`Raw::NotAReportUnlessDecoded`]).
-    Decode(Source, Vec<u8>, Option<usize>),
+    /// Plain mail the raw bytes leave open ([`Raw::NotAReportUnlessDecoded`], [`Raw::Links`]):
+    /// the worker finishes the prefilter's work ([`read_plain`]).
+    /// Of [`Raw::Links`] only the header block and the own text travel; the size is the
+    /// message's.
+    Plain(Source, Vec<u8>, Raw, usize),
+    Decode(Source, Vec<u8>),
     /// A message the reader refused (too large to read whole): its first bytes and why, kept
     /// in input order so that it becomes a dead letter where it stands.
     Refused(Source, Vec<u8>, ParseError),
@@ -135,7 +138,7 @@ fn read(
                 error,
             }) => Job::Refused(source, head, ParseError::TooLarge(error)),
         };
-        if let Job::Decode(_, raw, _) | Job::Refused(_, raw, _) = &job {
+        if let Job::Decode(_, raw) | Job::Plain(_, raw, ..) | Job::Refused(_, raw, _) = &job {
             bytes += raw.len();
         }
         batch.push(job);
@@ -165,12 +168,20 @@ fn read(
 /// What a worker is to do with a message: nothing when its raw bytes settle it, else decode
 /// it (the quoted-printable body the raw bytes leave open is decoded by the worker too).
 fn job_for(message: source::Message<'_>) -> Job {
-    let body = match read_raw(&message.bytes) {
-        Raw::NotAReport => return Job::Settled(message.source, message.bytes.len()),
-        Raw::NotAReportUnlessDecoded { body_start } => Some(body_start),
-        Raw::Decode => None,
-    };
-    Job::Decode(message.source, message.bytes.into_owned(), body)
+    match read_raw(&message.bytes) {
+        Raw::NotAReport => Job::Settled(message.source, message.bytes.len()),
+        Raw::Decode => Job::Decode(message.source, message.bytes.into_owned()),
+        Raw::Links { body_start, end } => Job::Plain(
+            message.source,
+            message.bytes[..end].to_vec(),
+            Raw::Links { body_start, end },
+            message.bytes.len(),
+        ),
+        plain => {
+            let size = message.bytes.len();
+            Job::Plain(message.source, message.bytes.into_owned(), plain, size)
+        }
+    }
 }
 
 /// A worker: decodes and parses batches until the reader is done.
@@ -203,33 +214,45 @@ fn run(job: Job) -> Outcome {
             raw: None,
             parsed: Ok(Parsed::NotAReport),
         },
-        Job::Decode(source, raw, Some(body_start))
-            if quoted_printable_settles(&raw[body_start..]) =>
-        {
-            Outcome {
+        Job::Plain(source, raw, plain, size) => match read_plain(&raw, plain) {
+            Plain::Settled => Outcome {
                 source,
-                size: raw.len(),
+                size,
                 raw: None,
                 parsed: Ok(Parsed::NotAReport),
+            },
+            Plain::Links(body) => {
+                let parsed = guarded(|| parse_links(&raw, body, &source));
+                Outcome {
+                    source,
+                    size,
+                    raw: Some(raw),
+                    parsed,
+                }
             }
-        }
-        Job::Decode(source, raw, _) => {
-            let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                parse_document(&crate::decode::decode(&raw), &source)
-            }))
-            .unwrap_or_else(|panic| {
-                Err(ParseError::Panicked {
-                    reason: panic_reason(panic.as_ref()),
-                })
-            });
-            Outcome {
-                source,
-                size: raw.len(),
-                raw: Some(raw),
-                parsed,
-            }
-        }
+            Plain::Decode => decoded(source, raw),
+        },
+        Job::Decode(source, raw) => decoded(source, raw),
     }
+}
+
+fn decoded(source: Source, raw: Vec<u8>) -> Outcome {
+    let parsed = guarded(|| parse_document(&crate::decode::decode(&raw), &source));
+    Outcome {
+        source,
+        size: raw.len(),
+        raw: Some(raw),
+        parsed,
+    }
+}
+
+/// Runs the parser; a panic in it is the message's error, not the end of the input.
+fn guarded(parse: impl FnOnce() -> Result<Parsed, ParseError>) -> Result<Parsed, ParseError> {
+    std::panic::catch_unwind(AssertUnwindSafe(parse)).unwrap_or_else(|panic| {
+        Err(ParseError::Panicked {
+            reason: panic_reason(panic.as_ref()),
+        })
+    })
 }
 
 /// A panic's message, for a dead letter or an error.

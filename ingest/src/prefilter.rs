@@ -1,6 +1,13 @@
 //! The byte-level prefilter: settles most list mail as "not a report" from its raw bytes,
 //! before `mail-parser` decodes it.
 //!
+//! "Not a report" here means "nothing to keep": neither a report nor a mention, and no link
+//! ([`crate::parser::links`]) either. A plain mail whose text holds a link's marker
+//! (`Closes:`, `Fixes:`, `revert`, `applied`) is [`Plain::Links`]: its links are read from
+//! its body as the raw bytes give it, with only its header fields decoded. One list mail in
+//! six holds such a marker (most are patches with a `Fixes:` or `Link:` trailer), and
+//! decoding them all tripled the time to read an archive (BENCHMARKS.md, "Links").
+//!
 //! 98 % of the mail on a kernel list is not a report, and decoding it (MIME tree, charsets)
 //! costs several times what the parser does (BENCHMARKS.md, "Parser"). The parser itself
 //! rejects a body that holds none of its markers ([`MARKERS`]). That verdict can be reached
@@ -18,7 +25,8 @@
 //! does not read with certainty. A wrong "not a report" would silently lose a report, so every
 //! doubt answers "decode it".
 
-use crate::decode::scan_header_block;
+use crate::decode::{decode_text, scan_header_block};
+use crate::parser::links::may_link;
 use aho_corasick::{AhoCorasick, MatchKind};
 use std::sync::LazyLock;
 
@@ -45,35 +53,63 @@ pub fn has_marker(bytes: &[u8]) -> bool {
     MARKER_SEARCH.is_match(bytes)
 }
 
+/// The report [`MARKERS`] (the first patterns) and the link markers
+/// ([`crate::parser::links::cased_markers`]) in one automaton: one pass over the raw bytes
+/// answers both, where two passes cost a third more time reading an archive.
+static EITHER_SEARCH: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    let reports = MARKERS.iter().map(|m| m.to_vec());
+    let links = crate::parser::links::cased_markers().map(String::into_bytes);
+    AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(reports.chain(links))
+        .unwrap_or_else(|e| unreachable!("literal markers always build: {e}"))
+});
+
+/// What one pass finds of the markers.
+enum Markers {
+    /// A report marker: the mail may be a report.
+    Report,
+    /// No report marker; the first link marker, if any, is at this offset.
+    LinkAt(Option<usize>),
+}
+
+fn find_markers(bytes: &[u8]) -> Markers {
+    let mut link = None;
+    for found in EITHER_SEARCH.find_iter(bytes) {
+        if found.pattern().as_usize() < MARKERS.len() {
+            return Markers::Report;
+        }
+        link = link.or(Some(found.start()));
+    }
+    Markers::LinkAt(link)
+}
+
 /// True when the raw bytes prove that the message is mail that is not a report, so
 /// [`crate::parse_message`] would answer `NotAReport` after decoding it. False means
 /// "decode and parse it": it may be a report, or this test cannot tell.
 pub fn settles_as_not_a_report(bytes: &[u8]) -> bool {
-    match read_raw(bytes) {
-        Raw::NotAReport => true,
-        Raw::NotAReportUnlessDecoded { body_start } => {
-            quoted_printable_settles(&bytes[body_start..])
-        }
-        Raw::Decode => false,
-    }
-}
-
-/// The second half of [`settles_as_not_a_report`] for [`Raw::NotAReportUnlessDecoded`]: true
-/// when the quoted-printable `body` holds no marker once decoded.
-pub fn quoted_printable_settles(body: &[u8]) -> bool {
-    decode_quoted_printable(body).is_some_and(|text| !has_marker(&text))
+    read_plain(bytes, read_raw(bytes)) == Plain::Settled
 }
 
 /// What the raw bytes alone say, before any body is decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Raw {
-    /// Mail that is not a report.
+    /// Mail that is not a report and makes no link.
     NotAReport,
     /// Single-part quoted-printable mail with no marker in its raw bytes: not a report unless
     /// its body, from `body_start` on, holds one once decoded.
     NotAReportUnlessDecoded {
         /// The offset of the body, just after the header block's empty line.
         body_start: usize,
+    },
+    /// Plain mail, not quoted-printable, with no marker of a report but one of a link: its
+    /// body from `body_start` to `end` is its own text as it stands.
+    Links {
+        /// The offset of the body, just after the header block's empty line.
+        body_start: usize,
+        /// Where its own text ends: at its first `diff --git ` line, else at its end (a
+        /// diff's lines are some file's text, not the mail's, and most of a patch's bytes).
+        end: usize,
     },
     /// It may be a report, or this test cannot tell.
     Decode,
@@ -84,9 +120,9 @@ pub enum Raw {
 /// the input and leaves decoding quoted-printable to the workers, so that thread, which every
 /// message passes, does the least work.
 pub fn read_raw(bytes: &[u8]) -> Raw {
-    if has_marker(bytes) {
+    let Markers::LinkAt(link) = find_markers(bytes) else {
         return Raw::Decode;
-    }
+    };
     // The decoder must take the mail path, and `mail-parser` must find the same header block:
     // one that ends in an empty line (a line of blanks, the two read differently), within the
     // head the decoder's test reads.
@@ -119,7 +155,58 @@ pub fn read_raw(bytes: &[u8]) -> Raw {
         // Whichever of the encodings named `mail-parser` goes by, the body it decodes must
         // hold no marker: the raw bytes do not, the quoted-printable text is left to see.
         Some(body_start) if fields.quoted_printable => Raw::NotAReportUnlessDecoded { body_start },
-        Some(_) => Raw::NotAReport,
+        // A link marker in the header block or the own text (not in a diff) is worth reading.
+        Some(body_start) => match link.map(|at| (at, own_end(bytes, body_start))) {
+            Some((at, end)) if at < end => Raw::Links { body_start, end },
+            _ => Raw::NotAReport,
+        },
+    }
+}
+
+/// Where the own text of the body starting at `body_start` ends: at its first line that
+/// starts `diff --git `, else at the end of the bytes.
+fn own_end(bytes: &[u8], body_start: usize) -> usize {
+    let body = &bytes[body_start..];
+    if body.starts_with(b"diff --git ") {
+        return body_start;
+    }
+    memchr::memmem::find(body, b"\ndiff --git ").map_or(bytes.len(), |at| body_start + at + 1)
+}
+
+/// What a mail that [`read_raw`] found plain holds, once its quoted-printable body (if any)
+/// is decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plain {
+    /// Nothing to keep: no report, no mention, no link.
+    Settled,
+    /// No report, and maybe links: the body's text, from which they are read.
+    Links(String),
+    /// It may be a report: decode it whole.
+    Decode,
+}
+
+/// The second half of the prefilter, for what [`read_raw`] answered of `bytes`: plain mail is
+/// settled, or its body's text is given for its links, or it is left to the decoder.
+/// Parsing on several cores runs this on the worker threads.
+pub fn read_plain(bytes: &[u8], raw: Raw) -> Plain {
+    match raw {
+        Raw::NotAReport => Plain::Settled,
+        Raw::Decode => Plain::Decode,
+        Raw::Links { body_start, end } => {
+            Plain::Links(decode_text(&bytes[body_start..end]).into_owned())
+        }
+        Raw::NotAReportUnlessDecoded { body_start } => {
+            match decode_quoted_printable(&bytes[body_start..]) {
+                None => Plain::Decode,
+                Some(text) if has_marker(&text) => Plain::Decode,
+                // A marker in the header fields counts too (`Subject: [PATCH] Revert "..."`).
+                Some(text) if may_link(&text) || may_link(&bytes[..body_start]) => {
+                    let end = own_end(&text, 0);
+                    Plain::Links(decode_text(&text[..end]).into_owned())
+                }
+                Some(_) => Plain::Settled,
+            }
+        }
     }
 }
 
@@ -309,6 +396,43 @@ mod tests {
     }
 
     #[test]
+    fn a_trailer_before_the_diff_is_read_as_text_up_to_the_diff() {
+        let body = "Fix the wakeup.\n\nFixes: 1e8017bb42ab (\"x\")\n---\ndiff --git a/x b/x\n+y\n";
+        let bytes = mail("", body);
+        let body_start = HEAD.len() + 1;
+        let end = body_start + body.find("diff --git").unwrap_or_default();
+        assert_eq!(read_raw(&bytes), Raw::Links { body_start, end });
+        assert_eq!(
+            read_plain(&bytes, read_raw(&bytes)),
+            Plain::Links("Fix the wakeup.\n\nFixes: 1e8017bb42ab (\"x\")\n---\n".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_link_marker_only_inside_the_diff_settles_the_mail() {
+        let bytes = mail(
+            "",
+            "Tidy.\n---\ndiff --git a/x b/x\n+/* Fixes: see the revert */\n",
+        );
+        assert!(settles_as_not_a_report(&bytes));
+    }
+
+    #[test]
+    fn a_quoted_printable_trailer_split_by_a_soft_break_is_read() {
+        let bytes = mail(
+            "Content-Transfer-Encoding: quoted-printable\n",
+            "Clo=\nses: https://lore.kernel.org/oe-lkp/202605121641.b6a60cb0-lkp=40intel.com\n",
+        );
+        assert_eq!(
+            read_plain(&bytes, read_raw(&bytes)),
+            Plain::Links(
+                "Closes: https://lore.kernel.org/oe-lkp/202605121641.b6a60cb0-lkp@intel.com\n"
+                    .to_owned()
+            )
+        );
+    }
+
+    #[test]
     fn a_marker_anywhere_in_the_raw_bytes_means_decode() {
         for marker in MARKERS {
             let body = format!("x {} y\n", String::from_utf8_lossy(marker));
@@ -427,7 +551,7 @@ mod tests {
         use lkplake_schemas::Source;
         let raw = mail(
             "Content-Type: text/plain; charset=us-ascii\n",
-            "Applied, thanks.\n",
+            "Looks good, thanks.\n",
         );
         assert!(settles_as_not_a_report(&raw));
         let full =

@@ -29,6 +29,8 @@ pub struct ReplaySummary {
     pub reports: u64,
     /// Mentions those held (replies that cite a report).
     pub mentions: u64,
+    /// Links those made (statements about a report, its culprit or its fix).
+    pub links: u64,
     /// Letters the parser now reads as not a report at all (settled, nothing sent).
     pub not_reports: u64,
     /// Letters that still do not parse, left for a later parser; each with its reason.
@@ -101,10 +103,10 @@ pub async fn replay(
                     payload,
                 } => {
                     deliver(&producer, &target.reports_topic, key, payload, None, source).await?;
-                    if sent == Sent::Mention {
-                        summary.mentions += 1;
-                    } else {
-                        summary.reports += 1;
+                    match sent {
+                        Sent::Mention => summary.mentions += 1,
+                        Sent::Link => summary.links += 1,
+                        Sent::Report | Sent::Quoted => summary.reports += 1,
                     }
                 }
                 _ => {

@@ -1,5 +1,5 @@
-//! The small tables the read side derives from the lake (`lkplake trend`'s `changes` and
-//! `trend_series`), replaced whole on every run.
+//! The small tables the read side writes: `lkplake trend`'s `changes` and `trend_series`,
+//! replaced whole on every run, and `lkplake triage`'s `triage`, appended to.
 
 use crate::reader::open_existing;
 use crate::{LakeError, LakeUrl};
@@ -13,6 +13,25 @@ pub async fn overwrite(
     lake: &LakeUrl,
     name: &'static str,
     batch: RecordBatch,
+) -> Result<(), LakeError> {
+    write(lake, name, batch, SaveMode::Overwrite).await
+}
+
+/// Appends `batch` to table `name` in one Delta commit, creating the table when missing.
+/// Appends never conflict with each other: two people triaging at once both keep their row.
+pub async fn append(
+    lake: &LakeUrl,
+    name: &'static str,
+    batch: RecordBatch,
+) -> Result<(), LakeError> {
+    write(lake, name, batch, SaveMode::Append).await
+}
+
+async fn write(
+    lake: &LakeUrl,
+    name: &'static str,
+    batch: RecordBatch,
+    mode: SaveMode,
 ) -> Result<(), LakeError> {
     let table = match open_existing(lake, name).await? {
         Some(table) => table,
@@ -29,7 +48,7 @@ pub async fn overwrite(
     };
     table
         .write(vec![batch])
-        .with_save_mode(SaveMode::Overwrite)
+        .with_save_mode(mode)
         .await
         .map_err(LakeError::delta(name))?;
     Ok(())

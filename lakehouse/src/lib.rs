@@ -5,7 +5,8 @@
 //! creates the tables, appends batches in Delta commits that record the Kafka offsets they cover
 //! (`txn` actions, the pattern of kafka-delta-ingest), reads that progress back, and compacts.
 //! [`LakeTables`] is the reader's view: it never creates a table and follows new commits.
-//! [`derived::overwrite`] replaces the small tables the read side derives (`lkplake trend`'s).
+//! [`derived::overwrite`] replaces the small tables the read side derives (`lkplake trend`'s);
+//! [`derived::append`] adds to `lkplake triage`'s.
 //!
 //! Keeping every write here means one place decides file layout, writer properties and commit
 //! order, and the read side cannot change what the exactly-once bookkeeping relies on.

@@ -1,4 +1,4 @@
-//! The writer's lake: the `metrics`, `failures`, `mentions` and `reports` Delta tables, with
+//! The writer's lake: the `metrics`, `failures`, `mentions`, `links` and `reports` Delta tables, with
 //! the Kafka offsets each commit covers recorded as Delta `txn` actions (one application id per
 //! topic partition, the kafka-delta-ingest pattern). The lake, not Kafka, is the source of truth
 //! for progress.
@@ -15,8 +15,8 @@ use deltalake::parquet::file::properties::WriterProperties;
 use deltalake::protocol::SaveMode;
 use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError};
 use lkplake_schemas::tables::{
-    FAILURES, FAILURES_TABLE, MENTIONS, MENTIONS_TABLE, METRICS, METRICS_TABLE, PARTITION_COLUMNS,
-    REPORTS, REPORTS_TABLE,
+    FAILURES, FAILURES_TABLE, LINKS, LINKS_TABLE, MENTIONS, MENTIONS_TABLE, METRICS, METRICS_TABLE,
+    PARTITION_COLUMNS, REPORTS, REPORTS_TABLE,
 };
 use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU64;
@@ -31,6 +31,8 @@ pub enum Table {
     Failures,
     /// `mentions`: replies that cite a report.
     Mentions,
+    /// `links`: statements of later mail about a report, its culprit or its fix.
+    Links,
     /// `reports`: one row per report test.
     Reports,
 }
@@ -55,10 +57,11 @@ pub struct StoredTest {
 impl Table {
     /// Every table, in commit order. `reports` is last: its keys are what a restarted
     /// transformer deduplicates against, so a report is there only once all its rows are.
-    pub const ALL: [Table; 4] = [
+    pub const ALL: [Table; 5] = [
         Table::Metrics,
         Table::Failures,
         Table::Mentions,
+        Table::Links,
         Table::Reports,
     ];
 
@@ -68,6 +71,7 @@ impl Table {
             Self::Metrics => METRICS_TABLE,
             Self::Failures => FAILURES_TABLE,
             Self::Mentions => MENTIONS_TABLE,
+            Self::Links => LINKS_TABLE,
             Self::Reports => REPORTS_TABLE,
         }
     }
@@ -77,14 +81,16 @@ impl Table {
             Self::Metrics => METRICS.clone(),
             Self::Failures => FAILURES.clone(),
             Self::Mentions => MENTIONS.clone(),
+            Self::Links => LINKS.clone(),
             Self::Reports => REPORTS.clone(),
         }
     }
 
-    /// `mentions` is small and has no testcase or machine of its own to partition by.
+    /// `mentions` and `links` are small and have no testcase or machine of their own to
+    /// partition by.
     fn partition_columns(self) -> &'static [&'static str] {
         match self {
-            Self::Mentions => &[],
+            Self::Mentions | Self::Links => &[],
             _ => &PARTITION_COLUMNS,
         }
     }
@@ -98,14 +104,14 @@ impl Table {
 /// How far a Kafka partition's messages are committed, per table.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
-    last: [Option<i64>; 4],
+    last: [Option<i64>; Table::ALL.len()],
 }
 
 impl Progress {
     /// Every table committed up to `offset`.
     pub fn up_to(offset: i64) -> Self {
         Self {
-            last: [Some(offset); 4],
+            last: [Some(offset); Table::ALL.len()],
         }
     }
 
@@ -302,6 +308,8 @@ pub struct Batches {
     pub failures: RecordBatch,
     /// Rows of `mentions`.
     pub mentions: RecordBatch,
+    /// Rows of `links`.
+    pub links: RecordBatch,
     /// Rows of `reports`.
     pub reports: RecordBatch,
 }
@@ -409,14 +417,21 @@ impl Lake {
 
     /// Mention keys in the lake.
     pub async fn mention_keys(&self) -> Result<HashSet<String>, LakeError> {
-        let sql = "SELECT DISTINCT mention_key FROM mentions";
+        self.keys(Table::Mentions, "SELECT DISTINCT mention_key FROM mentions")
+            .await
+    }
+
+    /// Link keys in the lake.
+    pub async fn link_keys(&self) -> Result<HashSet<String>, LakeError> {
+        self.keys(Table::Links, "SELECT DISTINCT link_key FROM links")
+            .await
+    }
+
+    /// The strings of the first column `sql` selects from `table`.
+    async fn keys(&self, table: Table, sql: &str) -> Result<HashSet<String>, LakeError> {
         let mut out = HashSet::new();
-        for batch in self.select(Table::Mentions, sql).await? {
-            out.extend(
-                strings(Table::Mentions, batch.column(0))?
-                    .into_iter()
-                    .flatten(),
-            );
+        for batch in self.select(table, sql).await? {
+            out.extend(strings(table, batch.column(0))?.into_iter().flatten());
         }
         Ok(out)
     }
@@ -514,11 +529,12 @@ impl Lake {
             metrics,
             failures,
             mentions,
+            links,
             reports,
         } = batches;
         for (table, batch) in Table::ALL
             .into_iter()
-            .zip([metrics, failures, mentions, reports])
+            .zip([metrics, failures, mentions, links, reports])
         {
             if table != Table::Metrics {
                 lkplake_faults::point(lkplake_faults::BETWEEN_TABLE_COMMITS);
@@ -573,7 +589,12 @@ impl Lake {
                 .sum::<usize>() as u64;
         }
         // The other tables are small per report: bin-packed only.
-        for which in [Table::Failures, Table::Mentions, Table::Reports] {
+        for which in [
+            Table::Failures,
+            Table::Mentions,
+            Table::Links,
+            Table::Reports,
+        ] {
             let (optimized, metrics) = self
                 .table(which)
                 .clone()

@@ -123,8 +123,16 @@ GROUP BY
 -- testcase, machine, parameters and metric) goes the other way (an improvement) and ends
 -- nearer the level before the culprit than the level the culprit left: often the robot's
 -- improvement report on the fixing commit. The culprit is recovered when every regression
--- report of it is. Status, for regressions: `recovered`, else `discussed` (a reply cites one of
--- its reports), else `open`; an improvement is `improvement`, never open or recovered.
+-- report of it is.
+--
+-- Fixes come from `links`: a patch whose `Closes:`/`Link:` trailer names one of the culprit's
+-- reports, or whose `Fixes:` trailer names the culprit, is a fix posted; an applied notice for
+-- a patch of the same title is the fix merged (its commit and date); a patch `Revert "<the
+-- culprit's title>"` reverts it. The automatic status (`auto_status`), for regressions: `fixed`
+-- (a fix merged or a revert), else `recovered`, else `fix-posted`, else `discussed` (a reply
+-- cites one of its reports), else `open`; an improvement is `improvement`, never open or
+-- recovered. A status a person gave with `lkplake triage` (`acknowledged`, `investigating`,
+-- `invalid`, `wontfix`, `fixed`) stands over it: `status` is the newest one, else the automatic.
 CREATE VIEW regressions AS
 WITH tests AS (
     SELECT
@@ -201,6 +209,50 @@ replies AS (
     JOIN mentions m ON m.report_key = t.report_key
     GROUP BY t.culprit, t.kind
 ),
+-- Patches that answer the culprit: by a report's Message-ID, or by the culprit's commit id
+-- (a `Fixes:` hash is usually 12 digits, at least 7; culprits are compared on 10).
+fix_patches AS (
+    SELECT DISTINCT t.culprit, t.kind, l.link_key, l.date, l.patch_title
+    FROM tests t
+    JOIN links l
+        ON (l.kind = 'closes' AND l.target = t.message_id)
+        OR (l.kind = 'fixes' AND CASE
+            WHEN length(l.target) >= 10 THEN left(l.target, 10) = t.culprit
+            ELSE starts_with(t.culprit, l.target)
+        END)
+),
+first_fixes AS (
+    SELECT
+        culprit,
+        kind,
+        date,
+        patch_title,
+        row_number() OVER (PARTITION BY culprit, kind ORDER BY date NULLS LAST, link_key) AS pick
+    FROM fix_patches
+),
+-- A fix merged: an applied notice for a patch of a fix's title, the first one.
+merged AS (
+    SELECT
+        f.culprit,
+        f.kind,
+        a.target AS commit,
+        a.date,
+        row_number() OVER (PARTITION BY f.culprit, f.kind ORDER BY a.date NULLS LAST, a.link_key)
+            AS pick
+    FROM (SELECT DISTINCT culprit, kind, patch_title FROM fix_patches) f
+    JOIN links a ON a.kind = 'applied' AND a.patch_title = f.patch_title
+),
+-- A revert names the culprit by its title, without the `[PATCH v4 4/5]` tag of a patch the
+-- robot tested from the list.
+reverts AS (
+    SELECT t.culprit, t.kind, min(l.date) AS date
+    FROM (
+        SELECT DISTINCT culprit, kind, regexp_replace(commit_title, '^\[[^\]]*\] *', '') AS title
+        FROM tests
+    ) t
+    JOIN links l ON l.kind = 'revert' AND l.target = t.title
+    GROUP BY t.culprit, t.kind
+),
 culprits AS (
     SELECT
         culprit,
@@ -222,35 +274,73 @@ culprits AS (
         max(date) AS last_report
     FROM tests
     GROUP BY culprit, kind
+),
+automatic AS (
+    SELECT
+        c.commit,
+        c.commit_title,
+        coalesce(c.subject_tag, c.title_prefix) AS subsystem,
+        c.kind AS verdict,
+        c.branch,
+        c.reports,
+        c.testcases,
+        c.machines,
+        c.headline_metrics,
+        c.worst_change_pct,
+        c.first_report,
+        c.last_report,
+        coalesce(p.replies, 0) AS replies,
+        coalesce(p.repliers, 0) AS repliers,
+        p.senders,
+        p.first_reply,
+        x.date AS fix_posted,
+        x.patch_title AS fix_title,
+        g.commit AS fix_commit,
+        g.date AS fix_merged,
+        rv.date AS reverted,
+        CASE WHEN v.recovered AND c.kind = 'regression' THEN v.recovered_commit END AS recovered_commit,
+        CASE WHEN v.recovered AND c.kind = 'regression' THEN v.recovered_report END AS recovered_report,
+        CASE
+            WHEN c.kind <> 'regression' THEN 'improvement'
+            WHEN g.commit IS NOT NULL OR rv.date IS NOT NULL THEN 'fixed'
+            WHEN v.recovered THEN 'recovered'
+            WHEN x.pick IS NOT NULL THEN 'fix-posted'
+            WHEN coalesce(p.replies, 0) > 0 THEN 'discussed'
+            ELSE 'open'
+        END AS auto_status,
+        f.message_id,
+        concat('https://lore.kernel.org/all/', btrim(f.message_id, '<>'), '/') AS lore_url
+    FROM culprits c
+    JOIN verdicts v ON v.culprit = c.culprit AND v.kind = c.kind
+    LEFT JOIN replies p ON p.culprit = c.culprit AND p.kind = c.kind
+    LEFT JOIN first_fixes x ON x.culprit = c.culprit AND x.kind = c.kind AND x.pick = 1
+    LEFT JOIN merged g ON g.culprit = c.culprit AND g.kind = c.kind AND g.pick = 1
+    LEFT JOIN reverts rv ON rv.culprit = c.culprit AND rv.kind = c.kind
+    LEFT JOIN first_reports f ON f.culprit = c.culprit AND f.kind = c.kind AND f.pick = 1
+),
+-- The newest status a person gave each culprit (`lkplake triage`); older rows are history.
+triaged AS (
+    SELECT
+        lower(left(culprit, 10)) AS culprit,
+        verdict,
+        to_status,
+        triaged_by,
+        triaged_at,
+        note,
+        fix_commit,
+        row_number() OVER (
+            PARTITION BY lower(left(culprit, 10)), verdict ORDER BY triaged_at DESC
+        ) AS pick
+    FROM triage
 )
 SELECT
-    c.commit,
-    c.commit_title,
-    coalesce(c.subject_tag, c.title_prefix) AS subsystem,
-    c.kind AS verdict,
-    c.branch,
-    c.reports,
-    c.testcases,
-    c.machines,
-    c.headline_metrics,
-    c.worst_change_pct,
-    c.first_report,
-    c.last_report,
-    coalesce(p.replies, 0) AS replies,
-    coalesce(p.repliers, 0) AS repliers,
-    p.senders,
-    p.first_reply,
-    CASE WHEN v.recovered AND c.kind = 'regression' THEN v.recovered_commit END AS recovered_commit,
-    CASE WHEN v.recovered AND c.kind = 'regression' THEN v.recovered_report END AS recovered_report,
-    CASE
-        WHEN c.kind <> 'regression' THEN 'improvement'
-        WHEN v.recovered THEN 'recovered'
-        WHEN coalesce(p.replies, 0) > 0 THEN 'discussed'
-        ELSE 'open'
-    END AS status,
-    f.message_id,
-    concat('https://lore.kernel.org/all/', btrim(f.message_id, '<>'), '/') AS lore_url
-FROM culprits c
-JOIN verdicts v ON v.culprit = c.culprit AND v.kind = c.kind
-LEFT JOIN replies p ON p.culprit = c.culprit AND p.kind = c.kind
-LEFT JOIN first_reports f ON f.culprit = c.culprit AND f.kind = c.kind AND f.pick = 1;
+    a.*,
+    t.to_status AS triage_status,
+    t.triaged_by,
+    t.triaged_at,
+    t.note AS triage_note,
+    t.fix_commit AS triage_fix,
+    coalesce(t.to_status, a.auto_status) AS status
+FROM automatic a
+LEFT JOIN triaged t
+    ON t.culprit = lower(left(a.commit, 10)) AND t.verdict = a.verdict AND t.pick = 1;

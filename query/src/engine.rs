@@ -9,6 +9,7 @@ use crate::policy;
 use async_trait::async_trait;
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::dataframe::DataFrame;
+use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
@@ -16,7 +17,9 @@ use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use lkplake_lake::{LakeTables, LakeUrl, TableHealth};
-use lkplake_schemas::tables::{FAILURES_TABLE, MENTIONS_TABLE};
+use lkplake_schemas::tables::{
+    FAILURES_TABLE, LINKS, LINKS_TABLE, MENTIONS_TABLE, TRIAGE, TRIAGE_TABLE,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
@@ -217,6 +220,16 @@ impl Engine {
         }
         let mut views: Vec<(&str, &[&str])> = vec![(VIEWS_SQL, &VIEWS)];
         if entries.contains_key(FAILURES_TABLE) && entries.contains_key(MENTION_MAILS) {
+            // A lake written before `links` gets the table at its next transform run, and
+            // `triage` at its first `lkplake triage`; until then `regressions` reads an empty one.
+            for (name, schema) in [(LINKS_TABLE, &LINKS), (TRIAGE_TABLE, &TRIAGE)] {
+                if !entries.contains_key(name) {
+                    let empty: Arc<dyn TableProvider> =
+                        Arc::new(MemTable::try_new(Arc::clone(schema), vec![Vec::new()])?);
+                    scratch.register_table(name, Arc::clone(&empty))?;
+                    entries.insert(name.to_owned(), empty);
+                }
+            }
             views.push((DISCUSSION_VIEWS_SQL, &DISCUSSION_VIEWS));
         }
         let mut statements = Vec::new();
@@ -301,7 +314,7 @@ mod tests {
     use arrow::array::{AsArray, RecordBatch};
     use arrow::datatypes::Int64Type;
     use lkplake_lake::{Batches, Lake};
-    use lkplake_schemas::tables::{FAILURES, MENTIONS, METRICS, METRICS_TABLE, REPORTS};
+    use lkplake_schemas::tables::{FAILURES, LINKS, MENTIONS, METRICS, METRICS_TABLE, REPORTS};
 
     /// One `metrics` row and nothing else.
     fn one_metric_row() -> Batches {
@@ -318,6 +331,7 @@ mod tests {
             metrics,
             failures: RecordBatch::new_empty(Arc::clone(&FAILURES)),
             mentions: RecordBatch::new_empty(Arc::clone(&MENTIONS)),
+            links: RecordBatch::new_empty(Arc::clone(&LINKS)),
             reports: RecordBatch::new_empty(Arc::clone(&REPORTS)),
         }
     }

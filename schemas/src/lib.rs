@@ -1,6 +1,6 @@
 //! `lkplake-schemas`: the shared vocabulary of lkplake.
 //!
-//! The [`Report`] and [`Mention`] models that the ingest side produces and sends over Kafka as
+//! The [`Report`], [`Mention`] and [`Link`] models that the ingest side produces and sends over Kafka as
 //! JSON ([`Message`]), their JSON Schema, the metric knowledge every stage needs (program prefix, how a change
 //! is printed, which way is better), and the canonical keys that make copies of one report
 //! recognisable. Pure: no I/O, no async, so every crate can depend on it cheaply.
@@ -14,7 +14,7 @@ pub mod metric;
 pub mod report;
 pub mod tables;
 
-pub use link::{Link, LinkKind};
+pub use link::{Link, LinkKind, link_key};
 pub use mention::{Mention, Message, mention_key};
 pub use report::{
     ChangeUnit, Commit, FailRuns, Failure, Headline, Kind, Machine, Report, Row, SCHEMA_VERSION,

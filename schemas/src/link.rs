@@ -8,10 +8,12 @@
 //! mail prints it (a Message-ID, a commit hash or title); which report it belongs to is decided
 //! later, by joining with `reports`, so a link to a mail that is no report costs one row.
 
+use crate::mention::{hash_mail, hex_key};
 use crate::report::Source;
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 /// What a link says about its target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -43,6 +45,11 @@ impl LinkKind {
 /// One statement of a mail about a report, a culprit commit or a fix.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Link {
+    /// Wire format version, [`crate::SCHEMA_VERSION`] when produced by this code (links exist
+    /// since version 3).
+    pub schema_version: u32,
+    /// Identifies the statement, so that a mail ingested twice links once (see [`link_key`]).
+    pub link_key: String,
     /// What the mail says about the target.
     pub kind: LinkKind,
     /// What the link names, as the lake stores it. `closes`: the Message-ID with angle
@@ -72,6 +79,25 @@ pub struct Link {
     pub source: Source,
 }
 
+/// The link key: the linking mail (its Message-ID, else its subject, date and source), the
+/// kind and the target, as 32 hex digits. One mail can make several links, each its own key.
+pub fn link_key(link: &Link) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(b"lkplake-link-key-v1\0");
+    hash_mail(
+        &mut hasher,
+        link.message_id.as_deref(),
+        link.subject.as_deref(),
+        link.date,
+        &link.source,
+    );
+    hasher.update(b"\0");
+    hasher.update(link.kind.as_str().as_bytes());
+    hasher.update(b"\0");
+    hasher.update(link.target.as_bytes());
+    hex_key(hasher)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,9 +115,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_link_round_trips_through_json() {
-        let link = Link {
+    fn link() -> Link {
+        Link {
+            schema_version: crate::SCHEMA_VERSION,
+            link_key: String::new(),
             kind: LinkKind::Closes,
             target: "<202605121641.b6a60cb0-lkp@intel.com>".into(),
             message_id: Some("<a@b>".into()),
@@ -101,8 +128,26 @@ mod tests {
             patch_title: Some("mm: x".into()),
             commit: None,
             source: Source::file("m.mbox", 3),
-        };
+        }
+    }
+
+    #[test]
+    fn a_link_round_trips_through_json() {
+        let link = link();
         let json = serde_json::to_vec(&link).unwrap_or_default();
         assert_eq!(serde_json::from_slice::<Link>(&json).ok(), Some(link));
+    }
+
+    #[test]
+    fn the_link_key_is_the_mail_kind_and_target_wherever_the_mail_was_read() {
+        let a = link();
+        let mut b = link();
+        b.source = Source::file("other.mbox", 9);
+        assert_eq!(link_key(&a), link_key(&b));
+        b.kind = LinkKind::Fixes;
+        assert_ne!(link_key(&a), link_key(&b), "one mail, two statements");
+        let mut c = link();
+        c.target = "<other@b>".into();
+        assert_ne!(link_key(&a), link_key(&c));
     }
 }

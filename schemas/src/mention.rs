@@ -1,11 +1,12 @@
 //! The `Mention` model: a mail that cites a report without carrying its full table (a reply
 //! that quotes the robot's opening sentence and a few rows, an excerpt cut before the table),
-//! and the [`Message`] that travels on `lkp.reports`: a report or a mention.
+//! and the [`Message`] that travels on `lkp.reports`: a report, a mention or a link.
 //!
 //! On a list archive such replies outnumber the reports; they are where regressions get
 //! triaged ("this is noise", "fixed by ..."), so they are kept, apart from the measurements:
 //! nothing a mention quotes becomes a `metrics` row.
 
+use crate::link::Link;
 use crate::report::{Kind, Report, Source};
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
@@ -60,24 +61,46 @@ pub struct Mention {
 pub fn mention_key(mention: &Mention) -> String {
     let mut hasher = Sha256::new();
     hasher.update(b"lkplake-mention-key-v1\0");
-    match &mention.message_id {
+    hash_mail(
+        &mut hasher,
+        mention.message_id.as_deref(),
+        mention.subject.as_deref(),
+        mention.date,
+        &mention.source,
+    );
+    hex_key(hasher)
+}
+
+/// Feeds what identifies a mail to `hasher`: its Message-ID, else its subject, date and source.
+pub(crate) fn hash_mail(
+    hasher: &mut Sha256,
+    message_id: Option<&str>,
+    subject: Option<&str>,
+    date: Option<DateTime<Utc>>,
+    source: &Source,
+) {
+    match message_id {
         Some(id) => hasher.update(id.as_bytes()),
         None => {
-            hasher.update(mention.subject.as_deref().unwrap_or("").as_bytes());
+            hasher.update(subject.unwrap_or("").as_bytes());
             hasher.update(b"\0");
-            hasher.update(mention.date.map(|d| d.to_rfc3339()).unwrap_or_default());
+            hasher.update(date.map(|d| d.to_rfc3339()).unwrap_or_default());
             hasher.update(b"\0");
-            hasher.update(mention.source.to_string().as_bytes());
+            hasher.update(source.to_string().as_bytes());
         }
     }
+}
+
+/// The first 16 bytes of the digest as 32 hex digits.
+pub(crate) fn hex_key(hasher: Sha256) -> String {
     let digest = hasher.finalize();
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One message of `lkp.reports`.
 ///
-/// Serialized as the bare [`Report`] or [`Mention`] object (no envelope), so every version 1
-/// message, which is a bare report, is read unchanged.
+/// Serialized as the bare [`Report`], [`Mention`] or [`Link`] object (no envelope), so every
+/// version 1 message, which is a bare report, is read unchanged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Message {
@@ -85,26 +108,41 @@ pub enum Message {
     Report(Box<Report>),
     /// A mail that cites a report.
     Mention(Box<Mention>),
+    /// One statement of a later mail about a report, its culprit or its fix.
+    Link(Box<Link>),
 }
 
 impl Message {
     /// Decodes one message. A report is tried first and decoded once (reports are nearly all
-    /// of the traffic); when neither shape fits, the report's error is returned, since that is
+    /// of the traffic); when no shape fits, the report's error is returned, since that is
     /// what a producer most likely meant to send.
     pub fn decode(bytes: &[u8]) -> Result<Self, serde_json::Error> {
         match serde_json::from_slice::<Report>(bytes) {
             Ok(report) => Ok(Message::Report(Box::new(report))),
             Err(report_error) => serde_json::from_slice::<Mention>(bytes)
                 .map(|m| Message::Mention(Box::new(m)))
+                .or_else(|_| {
+                    serde_json::from_slice::<Link>(bytes).map(|l| Message::Link(Box::new(l)))
+                })
                 .map_err(|_| report_error),
         }
     }
 
-    /// The key the message is sent under: the report key or the mention key.
+    /// The key the message is sent under: the report key, the mention key or the link key.
     pub fn key(&self) -> &str {
         match self {
             Message::Report(r) => &r.report_key,
             Message::Mention(m) => &m.mention_key,
+            Message::Link(l) => &l.link_key,
+        }
+    }
+
+    /// The wire format version the producer wrote.
+    pub fn schema_version(&self) -> u32 {
+        match self {
+            Message::Report(r) => r.schema_version,
+            Message::Mention(m) => m.schema_version,
+            Message::Link(l) => l.schema_version,
         }
     }
 }

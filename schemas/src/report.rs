@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 /// - 2: functional reports (kind `failure`, tables of `fail:runs` only), the printed
 ///   reproduction percentage of each failure column, and [`crate::Mention`] messages. A
 ///   version 2 reader reads every version 1 message: the new fields have defaults.
-pub const SCHEMA_VERSION: u32 = 2;
+/// - 3: [`crate::Link`] messages (a later mail's statement about a report, its culprit or its
+///   fix). Reports and mentions are unchanged; a version 2 reader cannot read a link.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One performance report of the kernel test robot, as found in one mail (or one quoted copy of
 /// it inside a reply).

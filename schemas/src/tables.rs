@@ -12,6 +12,10 @@ pub const REPORTS_TABLE: &str = "reports";
 pub const FAILURES_TABLE: &str = "failures";
 /// Mails that cite a report without carrying its full table, written by the transformer.
 pub const MENTIONS_TABLE: &str = "mentions";
+/// Statements of later mail about a report, its culprit or its fix, written by the transformer.
+pub const LINKS_TABLE: &str = "links";
+/// Statuses people gave culprits with `lkplake triage`, appended, never rewritten.
+pub const TRIAGE_TABLE: &str = "triage";
 /// Change points found by `lkplake trend`.
 pub const CHANGES_TABLE: &str = "changes";
 /// `lkplake trend`'s per-series state, so a re-run resumes where the last one stopped.
@@ -22,7 +26,7 @@ pub const TREND_SERIES_TABLE: &str = "trend_series";
 pub const TREND_PARTITIONS_TABLE: &str = "trend_partitions";
 
 /// Partition columns of `metrics`, `reports` and `failures`, in partition order (`mentions`
-/// is small and unpartitioned).
+/// and `links` are small and unpartitioned).
 pub const PARTITION_COLUMNS: [&str; 2] = ["testcase", "machine"];
 
 fn time() -> DataType {
@@ -132,6 +136,40 @@ pub static MENTIONS: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
+/// `links`: one row per statement of a later mail about a report, its culprit or its fix (a
+/// `Closes:`/`Link:` trailer, a `Fixes:` trailer, a revert, an applied notice). The target is
+/// kept as the mail prints it; the query layer joins it with `reports`.
+pub static LINKS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("link_key", DataType::Utf8, false),
+        Field::new("kind", DataType::Utf8, false),
+        Field::new("target", DataType::Utf8, false),
+        Field::new("message_id", DataType::Utf8, true),
+        Field::new("date", time(), true),
+        Field::new("sender", DataType::Utf8, true),
+        Field::new("subject", DataType::Utf8, true),
+        Field::new("patch_title", DataType::Utf8, true),
+        Field::new("commit", DataType::Utf8, true),
+        Field::new("source", DataType::Utf8, false),
+    ]))
+});
+
+/// `triage`: one row per status a person gave a culprit (`lkplake triage`): who, when, from
+/// what status to what, and why. The newest row of a culprit stands over the automatic status
+/// of the `regressions` view; older rows are its history.
+pub static TRIAGE: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("culprit", DataType::Utf8, false),
+        Field::new("verdict", DataType::Utf8, false),
+        Field::new("triaged_at", time(), false),
+        Field::new("triaged_by", DataType::Utf8, false),
+        Field::new("from_status", DataType::Utf8, false),
+        Field::new("to_status", DataType::Utf8, false),
+        Field::new("note", DataType::Utf8, true),
+        Field::new("fix_commit", DataType::Utf8, true),
+    ]))
+});
+
 /// `changes`: one row per change point that `lkplake trend` found in a series.
 pub static CHANGES: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
@@ -188,6 +226,8 @@ pub fn schema_of(name: &str) -> Option<SchemaRef> {
         REPORTS_TABLE => &REPORTS,
         FAILURES_TABLE => &FAILURES,
         MENTIONS_TABLE => &MENTIONS,
+        LINKS_TABLE => &LINKS,
+        TRIAGE_TABLE => &TRIAGE,
         CHANGES_TABLE => &CHANGES,
         TREND_SERIES_TABLE => &TREND_SERIES,
         TREND_PARTITIONS_TABLE => &TREND_PARTITIONS,

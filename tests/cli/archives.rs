@@ -142,7 +142,7 @@ fn a_v2_inbox_through_tansu_lands_the_lake_of_its_mbox_with_each_mail_found_by_i
     assert!(out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(
-            "59 messages: 38 reports (6 quoted copies), 8 mentions, 19 not reports skipped, 0 dead-lettered"
+            "59 messages: 38 reports (6 quoted copies), 8 mentions, 0 links, 19 not reports skipped, 0 dead-lettered"
         ),
         "{}",
         String::from_utf8_lossy(&out.stderr)
@@ -504,7 +504,7 @@ fn a_dead_letter_a_fixed_parser_reads_is_replayed_once_and_the_rest_stay() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "letters still fail: {stderr}");
     assert!(
-        stderr.contains("3 letters: 1 replayed now (1 reports and 0 mentions produced to"),
+        stderr.contains("3 letters: 1 replayed now (1 reports, 0 mentions and 0 links produced to"),
         "{stderr}"
     );
     assert!(stderr.contains("2 still failing"), "{stderr}");
@@ -517,7 +517,7 @@ fn a_dead_letter_a_fixed_parser_reads_is_replayed_once_and_the_rest_stay() {
     let out = p.run(&["dlq", "replay"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("3 letters: 0 replayed now (0 reports and 0 mentions produced to"),
+        stderr.contains("3 letters: 0 replayed now (0 reports, 0 mentions and 0 links produced to"),
         "{stderr}"
     );
     assert!(stderr.contains("1 replayed before"), "{stderr}");
@@ -570,7 +570,7 @@ fn a_follower_reads_mail_that_lands_in_a_maildir_and_only_that() {
     std::fs::rename(maildir.join("tmp/2.host"), maildir.join("new/2.host"))
         .unwrap_or_else(|e| panic!("{e}"));
     follower.wait_for(
-        "1 inputs, 1 messages: 1 reports (0 quoted copies), 0 mentions, 0 not reports skipped",
+        "1 inputs, 1 messages: 1 reports (0 quoted copies), 0 mentions, 0 links, 0 not reports skipped",
     );
     std::thread::sleep(Duration::from_secs(3));
     let (status, lines) = follower.sigterm();

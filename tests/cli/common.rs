@@ -389,7 +389,7 @@ pub fn query(lake: &Path, sql: &str) -> Vec<RecordBatch> {
 pub fn query_at(lake: &str, storage: &[(String, String)], sql: &str) -> Vec<RecordBatch> {
     block_on(async {
         let ctx = SessionContext::new();
-        for name in ["metrics", "reports", "failures", "mentions"] {
+        for name in ["metrics", "reports", "failures", "mentions", "links"] {
             let table = open_delta(&format!("{lake}/{name}"), storage).await;
             let provider: std::sync::Arc<dyn datafusion::catalog::TableProvider> =
                 if let Some(table) = table {
@@ -403,6 +403,7 @@ pub fn query_at(lake: &str, storage: &[(String, String)], sql: &str) -> Vec<Reco
                         "metrics" => lkplake_schemas::tables::METRICS.clone(),
                         "failures" => lkplake_schemas::tables::FAILURES.clone(),
                         "mentions" => lkplake_schemas::tables::MENTIONS.clone(),
+                        "links" => lkplake_schemas::tables::LINKS.clone(),
                         _ => lkplake_schemas::tables::REPORTS.clone(),
                     };
                     std::sync::Arc::new(

@@ -43,8 +43,9 @@ fn a_transformer_killed_between_two_table_commits_completes_the_tables_behind_on
     assert_eq!(count(&p, "reports"), 0);
     assert_eq!(count(&p, "failures"), 0);
     assert_eq!(count(&p, "mentions"), 0);
+    assert_eq!(count(&p, "links"), 0);
     p.transform_until_idle();
-    // Every report, test, row, failure and mention once: no metrics row written twice.
+    // Every report, test, row, failure, mention and link once: no metrics row written twice.
     assert_lake_matches(&p, &expected(&[CORPUS, SEEDS]));
 }
 

@@ -83,9 +83,9 @@ fn seeds_and_corpus_through_tansu_into_an_s3_lake_hold_what_the_local_lake_holds
     assert!(p.ingest(&[CORPUS, SEEDS]).status.success());
     let out = p.transform_until_idle();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    // The local-lake test's numbers (pipeline::seeds_and_corpus_through_tansu_…): 105
+    // The local-lake test's numbers (pipeline::seeds_and_corpus_through_tansu_…): 229
     // messages read once, 44 reports written.
-    assert_eq!(transform_summary(&stderr), (105, 44), "{stderr}");
+    assert_eq!(transform_summary(&stderr), (229, 44), "{stderr}");
     assert!(
         !stderr.contains(S3_SECRET_KEY),
         "the secret key was printed: {stderr}"
@@ -110,7 +110,7 @@ fn seeds_and_corpus_through_tansu_into_an_s3_lake_hold_what_the_local_lake_holds
         .unwrap_or_default()
         .to_owned();
     let objects = files_below(&s3.data().join(&bucket).join("lkp/lake"));
-    for table in ["metrics", "reports", "failures", "mentions"] {
+    for table in ["metrics", "reports", "failures", "mentions", "links"] {
         assert!(
             objects
                 .iter()
@@ -392,7 +392,7 @@ fn two_transformers_and_two_servers_on_one_moto_lake_while_reports_stream_in_wri
 /// The puts refused by the store and retried, summed over every commit of every table of the
 /// lake, as delta-rs recorded them in each commit's `operationMetrics.num_retries`.
 fn refused_puts_recorded(p: &Pipeline) -> u64 {
-    ["metrics", "failures", "mentions", "reports"]
+    ["metrics", "failures", "mentions", "links", "reports"]
         .into_iter()
         .flat_map(|table| commit_infos(&format!("{}/{table}", p.lake_url), &p.storage))
         .map(|commit| {

@@ -102,15 +102,36 @@ fn parse_reads_stdin_and_gzipped_mbox() {
         .iter()
         .filter(|l| l.get("mention_key").is_some())
         .count();
+    let links_of = |kind: &str| {
+        lines
+            .iter()
+            .filter(|l| l.get("link_key").is_some() && l["kind"] == kind)
+            .count()
+    };
+    let links = links_of("closes") + links_of("fixes") + links_of("applied") + links_of("revert");
     assert_eq!(
-        (lines.len() - mentions, mentions),
+        (lines.len() - mentions - links, mentions),
         (45, 55),
         "reports, then mentions"
+    );
+    // closes: 73 (mail, Message-ID) pairs, as infra/bench/count_links.py counts them
+    // (ingest/tests/fixtures/links/cgroups-closes.tsv); fixes: 46 hashes in 45 mails' own
+    // `Fixes:` lines (Python's `email` and `^[ \t]*fixes:[ \t]*(?:commit[ \t]+)?([0-9a-f]{7,40})`
+    // with a digit, before any diff, quotes left out); applied: b4's notices 488 (two commits)
+    // and 568, the patchwork bot's 839, and 1308's "applied ... as"; no revert.
+    assert_eq!(
+        [
+            links_of("closes"),
+            links_of("fixes"),
+            links_of("applied"),
+            links_of("revert")
+        ],
+        [73, 46, 5, 0]
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(
-            "2014 messages: 45 reports (7 quoted copies), 55 mentions, 1921 not reports, 0 failed"
+            "2014 messages: 45 reports (7 quoted copies), 55 mentions, 124 links, 1848 not reports, 0 failed"
         ),
         "{stderr}"
     );
@@ -125,15 +146,22 @@ fn parse_on_several_threads_prints_what_one_thread_prints_in_input_order() {
     let three = lkplake(&["parse", "--threads", "3", corpus], None);
     assert!(one.status.success() && three.status.success());
     assert!(one.stdout == three.stdout, "the outputs differ");
-    // The corpus's reports in file order (the corpus test's list of report mails starts at
-    // 0, 87, 98): their sources' message indexes never go down.
-    let indexes: Vec<u64> = json_lines(&three)
+    // The corpus's reports, mentions and links in file order (the corpus test's list of report
+    // mails starts at 0, 87, 98): their sources' message indexes never go down.
+    let lines = json_lines(&three);
+    let indexes: Vec<u64> = lines
         .iter()
         .map(|l| l["source"]["index"].as_u64().unwrap_or(u64::MAX))
         .collect();
-    assert_eq!(indexes.len(), 100);
-    assert_eq!(&indexes[..3], &[0, 87, 92]);
+    assert_eq!(indexes.len(), 45 + 55 + 124);
     assert!(indexes.windows(2).all(|w| w[0] <= w[1]), "{indexes:?}");
+    let cited: Vec<u64> = lines
+        .iter()
+        .filter(|l| l.get("link_key").is_none())
+        .map(|l| l["source"]["index"].as_u64().unwrap_or(u64::MAX))
+        .collect();
+    assert_eq!(cited.len(), 100);
+    assert_eq!(&cited[..3], &[0, 87, 92]);
     let zero = lkplake(&["parse", "--threads", "0", corpus], None);
     assert_eq!(zero.status.code(), Some(2), "no threads is a usage error");
 }

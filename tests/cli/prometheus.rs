@@ -5,7 +5,7 @@
 //! openmetrics` that a Prometheus then answers the lake's history from.
 
 use crate::common::{
-    Server, free_port, generate, http_get, lkplake, run_into, seed_lake, sql_json, temp_dir,
+    Server, free_port, generate, http_get, lkplake, root, run_into, seed_lake, sql_json, temp_dir,
 };
 use serde_json::Value;
 use std::io::Write;
@@ -37,6 +37,67 @@ fn exporter(lake: &Path, extra: &[&str]) -> (Server, u16) {
     let mut args = vec!["--http", listen.as_str(), "--refresh", "200ms"];
     args.extend_from_slice(extra);
     (Server::start(lake, &args), port)
+}
+
+/// A real regression report (tests/fixtures/same-key, culprit 1e8017bb42, subject tag
+/// `mm/memcontrol` from its title, sent Thu, 9 Jul 2026 16:23:24 +0800) nobody answered: one
+/// open regression, the oldest untriaged; once a person acknowledges it, neither.
+#[test]
+fn the_exporter_counts_regressions_by_status_and_dates_the_oldest_nobody_answered() {
+    let lake = temp_dir("exporter-regressions");
+    run_into(
+        &lake,
+        &[&root().join("tests/fixtures/same-key/netperf-three-tests.eml")],
+    );
+    let (server, port) = exporter(&lake, &[]);
+    let (_, text) = http_get(port, "/metrics", None);
+    assert!(
+        text.contains("lkp_regressions{status=\"open\",subsystem=\"mm/memcontrol\"} 1\n"),
+        "{text}\n{}",
+        server.log()
+    );
+    // 2026-07-09 08:23:24 UTC.
+    assert!(
+        text.contains("lkp_regressions_oldest_untriaged_timestamp_seconds 1783585404\n"),
+        "{text}"
+    );
+    let lake_arg = lake.to_string_lossy();
+    let out = lkplake(
+        &[
+            "triage",
+            "--lake",
+            &lake_arg,
+            "1e8017bb42",
+            "--status",
+            "acknowledged",
+            "--by",
+            "a",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The exporter recomputes once it sees the lake's new `triage` table (every 200 ms).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let acknowledged = "lkp_regressions{status=\"acknowledged\",subsystem=\"mm/memcontrol\"} 1\n";
+    let text = loop {
+        let (_, text) = http_get(port, "/metrics", None);
+        if text.contains(acknowledged) || Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(text.contains(acknowledged), "{text}\n{}", server.log());
+    assert!(!text.contains("status=\"open\""), "{text}");
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("lkp_regressions_oldest_untriaged_timestamp_seconds ")),
+        "{text}"
+    );
 }
 
 /// A Prometheus on a free loopback port, killed on drop.
@@ -346,7 +407,7 @@ fn prometheus_scrapes_the_exporter_and_answers_what_the_lake_holds() {
     assert_eq!(sample_value(&rows[0]), 560.0);
 
     // Every panel of the exporter dashboard has data, its variables set to All.
-    let path = crate::common::root().join("infra/grafana/dashboards/lkplake-exporter.json");
+    let path = root().join("infra/grafana/dashboards/lkplake-exporter.json");
     let dashboard: Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_default())
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -488,7 +549,7 @@ fn an_openmetrics_export_backfills_prometheus_with_the_lakes_history() {
 
 #[test]
 fn promtool_accepts_the_shipped_prometheus_config() {
-    let config = crate::common::root().join("infra/prometheus/prometheus.yml");
+    let config = root().join("infra/prometheus/prometheus.yml");
     let out = Command::new("promtool")
         .args(["check", "config", "--syntax-only"])
         .arg(&config)

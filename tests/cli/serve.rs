@@ -296,7 +296,7 @@ fn grafanas_introspection_and_macro_expanded_queries_run() {
     assert_eq!(rows(GRAFANA[4].1), "");
     assert_eq!(
         rows(GRAFANA[5].1),
-        "comparisons\ndiscussion\nfailure_comparisons\nfailures\nheadlines\nmention_mails\nmentions\nmetrics\nregressions\nreports\nseries\n"
+        "comparisons\ndiscussion\nfailure_comparisons\nfailures\nheadlines\nlinks\nmention_mails\nmentions\nmetrics\nregressions\nreports\nseries\ntriage\n"
     );
     let columns = rows(GRAFANA[7].1);
     for column in ["time|", "testcase|", "value|", "report_key|"] {

@@ -35,6 +35,8 @@ pub struct TransformSummary {
     pub reports: u64,
     /// Mentions written (replies that cite a report).
     pub mentions: u64,
+    /// Links written (statements of later mail about a report, its culprit or its fix).
+    pub links: u64,
     /// Copies of a report already in the lake (re-sent or quoted), skipped: every test they
     /// carry is in the lake or the buffer already.
     pub duplicates: u64,
@@ -52,6 +54,8 @@ pub struct TransformSummary {
     pub report_messages: u64,
     /// Mention messages whose offsets this run recorded in the lake, duplicates included.
     pub mention_messages: u64,
+    /// Link messages whose offsets this run recorded in the lake, duplicates included.
+    pub link_messages: u64,
     /// Times the consumer was rewound over a gap in a partition's offsets.
     pub rewinds: u64,
     /// `metrics` rows written.
@@ -73,6 +77,7 @@ const MAX_COMMIT_CONFLICTS: u32 = 10;
 enum Read {
     Report,
     Mention,
+    Link,
     Unreadable,
 }
 
@@ -197,8 +202,9 @@ pub struct Ledger {
     lake: Lake,
     /// Keys committed to the lake, with their tests.
     lake_keys: HashMap<String, Held>,
-    /// Mention keys committed to the lake or buffered.
-    mention_keys: HashSet<String>,
+    /// Mention and link keys committed to the lake or buffered (the two are digests of
+    /// different inputs, so one set holds both).
+    mail_keys: HashSet<String>,
     /// Lake progress of the partitions seen since the last rebalance.
     progress: HashMap<i32, Progress>,
     /// Next offset per assigned partition, gaps, stalls and the drained decision.
@@ -225,7 +231,7 @@ fn rows_of(message: &Message) -> usize {
             .iter()
             .map(|t| t.rows.len() * t.commits.len())
             .sum(),
-        Message::Mention(_) => 0,
+        Message::Mention(_) | Message::Link(_) => 0,
     }
 }
 
@@ -243,6 +249,7 @@ fn read_message(
             let read = match &message {
                 Message::Report(_) => Read::Report,
                 Message::Mention(_) => Read::Mention,
+                Message::Link(_) => Read::Link,
             };
             (Some(message), read, None)
         }
@@ -261,6 +268,13 @@ fn read_message(
 
 async fn load_keys(lake: &Lake) -> Result<HashMap<String, Held>, TransformError> {
     Ok(held_keys(lake.report_tests().await?))
+}
+
+/// The mention and link keys the lake holds.
+async fn load_mail_keys(lake: &Lake) -> Result<HashSet<String>, TransformError> {
+    let mut keys = lake.mention_keys().await?;
+    keys.extend(lake.link_keys().await?);
+    Ok(keys)
 }
 
 /// Groups the lake's test rows by report key.
@@ -287,13 +301,13 @@ impl Ledger {
         now: Instant,
     ) -> Result<Self, TransformError> {
         let lake_keys = load_keys(&lake).await?;
-        let mention_keys = lake.mention_keys().await?;
+        let mail_keys = load_mail_keys(&lake).await?;
         Ok(Self {
             topic: topic.to_owned(),
             directions,
             lake,
             lake_keys,
-            mention_keys,
+            mail_keys,
             progress: HashMap::new(),
             tracker: Tracker::new(limits, now),
             buffer: Vec::new(),
@@ -411,9 +425,9 @@ impl Ledger {
                     Message::Report(Box::new(r))
                 })
             }
-            Some(Message::Mention(m)) => {
-                if self.mention_keys.insert(m.mention_key.clone()) {
-                    Some(Message::Mention(m))
+            Some(message @ (Message::Mention(_) | Message::Link(_))) => {
+                if self.mail_keys.insert(message.key().to_owned()) {
+                    Some(message)
                 } else {
                     self.summary.duplicates += 1;
                     None
@@ -607,10 +621,10 @@ impl Ledger {
         self.progress.clear();
         self.lake.refresh().await?;
         self.lake_keys = load_keys(&self.lake).await?;
-        self.mention_keys = self.lake.mention_keys().await?;
-        self.mention_keys
+        self.mail_keys = load_mail_keys(&self.lake).await?;
+        self.mail_keys
             .extend(self.buffer.iter().filter_map(|p| match &p.message {
-                Some(Message::Mention(m)) => Some(m.mention_key.clone()),
+                Some(m @ (Message::Mention(_) | Message::Link(_))) => Some(m.key().to_owned()),
                 _ => None,
             }));
         Ok(())
@@ -639,10 +653,10 @@ impl Ledger {
     /// buffer; returns how many were dropped.
     fn retain_buffer(&mut self, keep: impl Fn(&Pending) -> bool) -> usize {
         let before = self.buffer.len();
-        // A mention dropped here is not in the lake: when it comes again, it is new.
+        // A mention or link dropped here is not in the lake: when it comes again, it is new.
         for p in self.buffer.iter().filter(|p| !keep(p)) {
-            if let Some(Message::Mention(m)) = &p.message {
-                self.mention_keys.remove(&m.mention_key);
+            if let Some(m @ (Message::Mention(_) | Message::Link(_))) = &p.message {
+                self.mail_keys.remove(m.key());
             }
         }
         self.buffer.retain(|p| keep(p));
@@ -835,6 +849,7 @@ impl Ledger {
             match p.read {
                 Read::Report => self.summary.report_messages += 1,
                 Read::Mention => self.summary.mention_messages += 1,
+                Read::Link => self.summary.link_messages += 1,
                 Read::Unreadable => {}
             }
             match p.message {
@@ -854,6 +869,7 @@ impl Ledger {
                     }
                 }
                 Some(Message::Mention(_)) => self.summary.mentions += 1,
+                Some(Message::Link(_)) => self.summary.links += 1,
                 None => {}
             }
         }
@@ -891,6 +907,7 @@ async fn normalize(
                 Some(Message::Mention(mention)) => {
                     normalizer.push_mention(mention, p.tables);
                 }
+                Some(Message::Link(link)) => normalizer.push_link(link, p.tables),
                 None => {}
             }
         }
@@ -1019,7 +1036,7 @@ mod tests {
     /// Runs SQL over the lake's tables, read with delta-rs directly.
     async fn scalar(lake: &Path, sql: &str) -> i64 {
         let ctx = SessionContext::new();
-        for name in ["metrics", "reports", "failures", "mentions"] {
+        for name in ["metrics", "reports", "failures", "mentions", "links"] {
             let url = deltalake::ensure_table_uri(lake.join(name).to_string_lossy())
                 .unwrap_or_else(|e| panic!("{e}"));
             let table = deltalake::open_table(url)
@@ -1234,7 +1251,7 @@ mod tests {
     /// The lake as a crash between the `metrics` commit and the next leaves it: the newest
     /// commit of every later table is gone.
     fn crash_after_the_metrics_commit(lake: &Path) {
-        for table in ["failures", "mentions", "reports"] {
+        for table in ["failures", "mentions", "links", "reports"] {
             let log = lake.join(table).join("_delta_log");
             let mut entries: Vec<_> = std::fs::read_dir(&log)
                 .unwrap_or_else(|e| panic!("{e}"))
@@ -1414,7 +1431,7 @@ mod tests {
         assert!(
             first
                 .reason
-                .starts_with("not a report or mention JSON: missing field `schema_version`"),
+                .starts_with("not a report, mention or link JSON: missing field `schema_version`"),
             "{}",
             first.reason
         );
@@ -1530,6 +1547,40 @@ mod tests {
         assert_eq!(summary.already_in_lake, 3);
     }
 
+    #[tokio::test(flavor = "multi_thread")]
+    async fn links_are_kept_once_each_and_counted_apart_even_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        // Jens Axboe's b4 notice "Applied, thanks!" for a two-patch series: two commits.
+        let messages = corpus(488);
+        let [Message::Link(_), Message::Link(_)] = messages.as_slice() else {
+            panic!("0488 is b4's applied notice for two patches: {messages:?}");
+        };
+        let payloads: Vec<Vec<u8>> = messages.iter().map(wire).collect();
+        let mut first = ledger(dir.path()).await;
+        accept(&mut first, 0, 0, &payloads[0]).await;
+        accept(&mut first, 0, 1, &payloads[1]).await;
+        accept(&mut first, 0, 2, &payloads[0]).await;
+        flush(&mut first).await;
+        let summary = first.summary();
+        assert_eq!((summary.links, summary.link_messages), (2, 3));
+        assert_eq!(summary.duplicates, 1);
+        let mut restarted = ledger(dir.path()).await;
+        accept(&mut restarted, 0, 3, &payloads[1]).await;
+        flush(&mut restarted).await;
+        assert_eq!(restarted.summary().duplicates, 1);
+        assert_eq!(
+            scalar(
+                dir.path(),
+                "SELECT count(*) FROM links WHERE kind = 'applied' AND target IN \
+                 ('89ed5fa3b5419f04452051fbcb6d3e5b801cdb1b', '9730763f4756e32520cb86778331465e8d063a8f')"
+            )
+            .await,
+            2
+        );
+        assert_eq!(scalar(dir.path(), "SELECT count(*) FROM links").await, 2);
+        assert_eq!(scalar(dir.path(), "SELECT count(*) FROM metrics").await, 0);
+    }
+
     /// The parsed messages of the corpus mail at `index`.
     fn corpus(index: u64) -> Vec<Message> {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -1609,8 +1660,10 @@ mod tests {
     async fn a_mention_is_kept_once_and_adds_no_metrics_even_after_a_restart() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let messages = corpus(506);
-        let [Message::Mention(_)] = messages.as_slice() else {
-            panic!("0506 quotes two rows and the opening: one mention, no report");
+        // 0506 quotes two rows and the opening: one mention, no report; the patch it sends
+        // inline closes the report and fixes its culprit: two links.
+        let [Message::Mention(_), Message::Link(_), Message::Link(_)] = messages.as_slice() else {
+            panic!("0506: one mention and two links, no report: {messages:?}");
         };
         let payload = wire(&messages[0]);
         let mut first = ledger(dir.path()).await;

@@ -31,13 +31,13 @@ use std::time::{Duration, Instant};
 #[allow(missing_docs)]
 #[derive(Debug, thiserror::Error)]
 pub enum Unreadable {
-    #[error("an empty message: no report or mention JSON")]
+    #[error("an empty message: no report, mention or link JSON")]
     Empty,
     #[error(
         "schema_version {found} is newer than this lkplake reads (up to {known}): a newer lkplake produced it; upgrade the transformer"
     )]
     Newer { found: u64, known: u32 },
-    #[error("not a report or mention JSON: {0}")]
+    #[error("not a report, mention or link JSON: {0}")]
     Json(serde_json::Error),
 }
 
@@ -48,10 +48,7 @@ pub fn decode(payload: Option<&[u8]>) -> Result<Message, Unreadable> {
     let bytes = payload.ok_or(Unreadable::Empty)?;
     match Message::decode(bytes) {
         Ok(message) => {
-            let found = match &message {
-                Message::Report(r) => r.schema_version,
-                Message::Mention(m) => m.schema_version,
-            };
+            let found = message.schema_version();
             if found > SCHEMA_VERSION {
                 return Err(Unreadable::Newer {
                     found: found.into(),
@@ -444,10 +441,8 @@ mod tests {
             .err()
             .map(|e| e.to_string());
         assert!(
-            reason
-                .as_deref()
-                .is_some_and(|r| r
-                    .starts_with("not a report or mention JSON: missing field `schema_version`")),
+            reason.as_deref().is_some_and(|r| r
+                .starts_with("not a report, mention or link JSON: missing field `schema_version`")),
             "{reason:?}"
         );
         assert!(matches!(decode(None), Err(Unreadable::Empty)));
@@ -484,7 +479,7 @@ mod tests {
                 partition: 3,
                 offset,
                 raw: format!("letter {offset}").into_bytes(),
-                reason: "not a report or mention JSON".to_owned(),
+                reason: "not a report, mention or link JSON".to_owned(),
             })
             .collect();
         postbox

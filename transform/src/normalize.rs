@@ -1,5 +1,5 @@
-//! Normalization: reports and mentions into Arrow record batches of the lake's `metrics`,
-//! `failures`, `mentions` and `reports` tables. Pure CPU work, run off the async runtime by
+//! Normalization: reports, mentions and links into Arrow record batches of the lake's
+//! `metrics`, `failures`, `mentions`, `links` and `reports` tables. Pure CPU work, run off the async runtime by
 //! the caller.
 
 use arrow::array::{
@@ -12,8 +12,8 @@ use arrow::error::ArrowError;
 use lkplake_lake::{Batches, Progress, Table};
 use lkplake_schemas::key::canonical_params;
 use lkplake_schemas::metric::{DirectionTable, program};
-use lkplake_schemas::tables::{FAILURES, MENTIONS, METRICS, REPORTS};
-use lkplake_schemas::{Mention, Report, Row, Test};
+use lkplake_schemas::tables::{FAILURES, LINKS, MENTIONS, METRICS, REPORTS};
+use lkplake_schemas::{Link, Mention, Report, Row, Test};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -160,6 +160,20 @@ impl Default for MentionColumns {
 }
 
 #[derive(Debug, Default)]
+struct LinkColumns {
+    link_key: StringBuilder,
+    kind: StringBuilder,
+    target: StringBuilder,
+    message_id: StringBuilder,
+    date: TimestampMicrosecondBuilder,
+    sender: StringBuilder,
+    subject: StringBuilder,
+    patch_title: StringBuilder,
+    commit: StringBuilder,
+    source: StringBuilder,
+}
+
+#[derive(Debug, Default)]
 struct ReportColumns {
     report_key: StringBuilder,
     test_index: UInt32Builder,
@@ -192,11 +206,11 @@ struct ReportColumns {
 
 /// Which tables a message's rows go to: the lake's tables it is not yet in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tables([bool; 4]);
+pub struct Tables([bool; Table::ALL.len()]);
 
 impl Tables {
     /// A message new to the lake: every table.
-    pub const ALL: Tables = Tables([true; 4]);
+    pub const ALL: Tables = Tables([true; Table::ALL.len()]);
 
     /// Whether rows go to `table`.
     pub fn contains(self, table: Table) -> bool {
@@ -224,6 +238,7 @@ pub struct Normalizer<'a> {
     metrics: Vec<MetricRow<'a>>,
     failures: FailureColumns,
     mentions: MentionColumns,
+    links: LinkColumns,
     reports: ReportColumns,
 }
 
@@ -289,6 +304,25 @@ impl<'a> Normalizer<'a> {
         m.rows
             .append_value(mention.rows.iter().map(|r| Some(r.as_str())));
         m.source.append_value(mention.source.to_string());
+    }
+
+    /// Adds a link's row, if `links` does not hold it yet.
+    pub fn push_link(&mut self, link: &Link, tables: Tables) {
+        if !tables.contains(Table::Links) {
+            return;
+        }
+        let l = &mut self.links;
+        l.link_key.append_value(&link.link_key);
+        l.kind.append_value(link.kind.as_str());
+        l.target.append_value(&link.target);
+        l.message_id.append_option(link.message_id.as_deref());
+        l.date
+            .append_option(link.date.map(|d| d.timestamp_micros()));
+        l.sender.append_option(link.sender.as_deref());
+        l.subject.append_option(link.subject.as_deref());
+        l.patch_title.append_option(link.patch_title.as_deref());
+        l.commit.append_option(link.commit.as_deref());
+        l.source.append_value(link.source.to_string());
     }
 
     fn push_failures(&mut self, report: &Report, test: &Test, time: Option<i64>) {
@@ -538,6 +572,20 @@ impl<'a> Normalizer<'a> {
             Arc::new(m.source.finish()),
         ];
         let mentions = RecordBatch::try_new(MENTIONS.clone(), mention_columns)?;
+        let l = &mut self.links;
+        let link_columns: Vec<ArrayRef> = vec![
+            Arc::new(l.link_key.finish()),
+            Arc::new(l.kind.finish()),
+            Arc::new(l.target.finish()),
+            Arc::new(l.message_id.finish()),
+            Arc::new(l.date.finish().with_timezone("UTC")),
+            Arc::new(l.sender.finish()),
+            Arc::new(l.subject.finish()),
+            Arc::new(l.patch_title.finish()),
+            Arc::new(l.commit.finish()),
+            Arc::new(l.source.finish()),
+        ];
+        let links = RecordBatch::try_new(LINKS.clone(), link_columns)?;
         // Sorted by testcase, machine, metric, params, time: rows of one series sit together,
         // which is what compresses and what queries prune on.
         let series = ["testcase", "machine", "metric", "params", "time"];
@@ -545,6 +593,7 @@ impl<'a> Normalizer<'a> {
             metrics,
             failures: sort_by(&failures, &series)?,
             mentions,
+            links,
             reports,
         })
     }

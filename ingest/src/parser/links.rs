@@ -13,22 +13,33 @@
 
 use crate::decode::{Document, collapse_whitespace};
 use aho_corasick::{AhoCorasick, MatchKind};
-use lkplake_schemas::{Link, LinkKind, Source};
+use lkplake_schemas::{Link, LinkKind, SCHEMA_VERSION, Source, link_key};
 use regex::Regex;
 use std::sync::LazyLock;
 
-/// The strings, in any case, at least one of which the raw bytes of every mail with a link
-/// hold: the trailers, the revert and applied words, and `base64` (a body so encoded hides
-/// the others from a raw search).
+/// The strings at least one of which the raw bytes of every mail with a link hold: the
+/// trailers, the revert and applied words, and `base64` (a body so encoded hides the others
+/// from a raw search), each in lower case, capitalized and upper case (`Closes:`, `closes:`,
+/// `CLOSES:`). Mixed case (`CLoses:`) is not looked for: matching any case made the search
+/// the slowest step of reading an archive (a case-insensitive automaton has no SIMD search;
+/// over linux-block it took half the time, BENCHMARKS.md "Links").
 pub const MARKERS: [&str; 6] = ["closes:", "link:", "fixes:", "revert", "applied", "base64"];
 
-/// One pass over the bytes for all the [`MARKERS`], ignoring ASCII case.
+/// The [`MARKERS`] in their three cases.
+pub fn cased_markers() -> impl Iterator<Item = String> {
+    MARKERS.iter().flat_map(|m| {
+        let mut capital = m.to_string();
+        capital[..1].make_ascii_uppercase();
+        [m.to_string(), capital, m.to_ascii_uppercase()]
+    })
+}
+
+/// One pass over the bytes for all the [`MARKERS`] in their three cases.
 static MARKER_SEARCH: LazyLock<AhoCorasick> = LazyLock::new(|| {
     AhoCorasick::builder()
-        .ascii_case_insensitive(true)
         .match_kind(MatchKind::LeftmostFirst)
-        .build(MARKERS)
-        .unwrap_or_else(|e| unreachable!("six literal markers always build: {e}"))
+        .build(cased_markers())
+        .unwrap_or_else(|e| unreachable!("eighteen literal markers always build: {e}"))
 });
 
 fn re(pattern: &str) -> Regex {
@@ -119,18 +130,28 @@ pub fn links(doc: &Document, source: &Source) -> Vec<Link> {
                 .map(|(hash, title)| (LinkKind::Applied, hash.clone(), title, Some(hash))),
         );
     }
+    // One statement per kind and target: a trailer repeated in a cover letter's change log
+    // is one link, under one key.
+    let mut stated = std::collections::HashSet::new();
+    found.retain(|(kind, target, ..)| stated.insert((*kind, target.clone())));
     found
         .into_iter()
-        .map(|(kind, target, patch_title, commit)| Link {
-            kind,
-            target,
-            message_id: doc.message_id.clone(),
-            date: doc.date,
-            sender: doc.sender.clone(),
-            subject: doc.subject.clone(),
-            patch_title,
-            commit,
-            source: source.clone(),
+        .map(|(kind, target, patch_title, commit)| {
+            let mut link = Link {
+                schema_version: SCHEMA_VERSION,
+                link_key: String::new(),
+                kind,
+                target,
+                message_id: doc.message_id.clone(),
+                date: doc.date,
+                sender: doc.sender.clone(),
+                subject: doc.subject.clone(),
+                patch_title,
+                commit,
+                source: source.clone(),
+            };
+            link.link_key = link_key(&link);
+            link
         })
         .collect()
 }
@@ -181,6 +202,15 @@ impl<'a> Subject<'a> {
     }
 }
 
+/// Whether the line, after its leading blanks, starts with one of the lowercase `words` in
+/// any ASCII case: the test that keeps a trailer's regex off the lines that cannot match it.
+fn starts_with_any(line: &str, words: &[&str]) -> bool {
+    let line = line.trim_start_matches([' ', '\t']);
+    words
+        .iter()
+        .any(|word| strip_prefix_ignoring_case(line, word).is_some())
+}
+
 /// The text after `prefix`, which it starts with in any ASCII case.
 fn strip_prefix_ignoring_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     let head = text.get(..prefix.len())?;
@@ -219,6 +249,9 @@ fn is_reply(doc: &Document, subject: Option<&Subject<'_>>) -> bool {
 fn closes_targets(own: &[&str]) -> Vec<String> {
     let mut targets = Vec::new();
     for (at, line) in own.iter().enumerate() {
+        if !starts_with_any(line, &["closes:", "link:"]) {
+            continue;
+        }
         let Some(value) = TRAILER.captures(line).and_then(|c| c.get(1)) else {
             continue;
         };
@@ -276,7 +309,7 @@ fn percent_decode(text: &str) -> String {
 /// has a digit (`Fixes: defaced ...` is a sentence).
 fn fixes_targets(own: &[&str]) -> Vec<String> {
     let mut hashes: Vec<String> = Vec::new();
-    for line in own {
+    for line in own.iter().filter(|line| starts_with_any(line, &["fixes:"])) {
         if let Some(hash) = FIXES.captures(line).and_then(|c| c.get(1)) {
             let hash = hash.as_str().to_ascii_lowercase();
             if has_digit(&hash) && !hashes.contains(&hash) {
@@ -290,6 +323,9 @@ fn fixes_targets(own: &[&str]) -> Vec<String> {
 /// The upstream commit a stable backport names, lowercase.
 fn upstream_commit(own: &[&str]) -> Option<String> {
     own.iter().find_map(|line| {
+        if !starts_with_any(line, &["[", "commit"]) {
+            return None;
+        }
         let c = UPSTREAM.captures(line)?;
         c.get(1)
             .or_else(|| c.get(2))
@@ -327,7 +363,10 @@ fn reverts_commit(own: &[&str]) -> Option<String> {
 /// saying "Applied", else a sentence "applied ... as <hash>". Only when an own line says
 /// "applied".
 fn applied(own: &[&str], patch_title: Option<&str>) -> Vec<(String, Option<String>)> {
-    let Some(said) = own.iter().position(|line| APPLIED_WORD.is_match(line)) else {
+    let Some(said) = own.iter().position(|line| {
+        // The regex only where the word can be: most lines of a patch say nothing of it.
+        (line.contains("pplied") || line.contains("PPLIED")) && APPLIED_WORD.is_match(line)
+    }) else {
         return Vec::new();
     };
     let mut found = notice_commits(own);

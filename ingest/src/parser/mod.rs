@@ -15,7 +15,7 @@ use crate::decode::{Document, decode};
 use crate::error::ParseError;
 use lkplake_schemas::key::report_key;
 use lkplake_schemas::{
-    Commit, Headline, Kind, Mention, Message, Report, SCHEMA_VERSION, Source, Test,
+    Commit, Headline, Kind, Link, Mention, Message, Report, SCHEMA_VERSION, Source, Test,
 };
 use prose::{Prose, parse_axes};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -40,36 +40,64 @@ pub enum Parsed {
         mention: Box<Mention>,
         /// Reports the mail quotes whole.
         reports: Vec<Report>,
+        /// What the mail's own text says of a report, its culprit or its fix (a patch sent
+        /// in reply to a report, quoting its opening, with a `Closes:` trailer).
+        links: Vec<Link>,
     },
+    /// A mail that is no report and cites none, yet names one, its culprit or its fix: a
+    /// patch with a `Closes:` or `Fixes:` trailer, a revert, an applied notice.
+    Links(Vec<Link>),
     /// Not a report and not a reply that cites one: a patch, a build-failure report,
     /// discussion.
     NotAReport,
 }
 
 impl Parsed {
-    /// What the mail puts on the report topic: its reports, then its mention; nothing for a
-    /// mail that is neither.
+    /// What the mail puts on the report topic: its reports, then its mention, then its
+    /// links; nothing for a mail that is none of them.
     pub fn into_messages(self) -> Vec<Message> {
-        let (reports, mention) = match self {
-            Parsed::Reports(reports) => (reports, None),
-            Parsed::Mention { mention, reports } => (reports, Some(mention)),
-            Parsed::NotAReport => (Vec::new(), None),
+        let (reports, mention, links) = match self {
+            Parsed::Reports(reports) => (reports, None, Vec::new()),
+            Parsed::Mention {
+                mention,
+                reports,
+                links,
+            } => (reports, Some(mention), links),
+            Parsed::Links(links) => (Vec::new(), None, links),
+            Parsed::NotAReport => (Vec::new(), None, Vec::new()),
         };
         reports
             .into_iter()
             .map(|r| Message::Report(Box::new(r)))
             .chain(mention.map(Message::Mention))
+            .chain(links.into_iter().map(|l| Message::Link(Box::new(l))))
             .collect()
     }
 }
 
 /// Parses one message. Mail that the byte-level [`crate::prefilter`] settles is not decoded:
-/// most list mail is not a report, and decoding costs more than parsing.
+/// most list mail is neither a report nor a link, and decoding costs more than parsing.
 pub fn parse_message(bytes: &[u8], source: &Source) -> Result<Parsed, ParseError> {
-    if crate::prefilter::settles_as_not_a_report(bytes) {
-        return Ok(Parsed::NotAReport);
+    use crate::prefilter::{Plain, read_plain, read_raw};
+    match read_plain(bytes, read_raw(bytes)) {
+        Plain::Settled => Ok(Parsed::NotAReport),
+        Plain::Links(body) => parse_links(bytes, body, source),
+        Plain::Decode => parse_document(&decode(bytes), source),
     }
-    parse_document(&decode(bytes), source)
+}
+
+/// Parses a plain mail that holds no report, only maybe links, from its raw bytes and its
+/// body's text ([`crate::prefilter::Plain::Links`]): only its header fields are decoded.
+pub fn parse_links(bytes: &[u8], body: String, source: &Source) -> Result<Parsed, ParseError> {
+    let Some(doc) = crate::decode::decode_headers(bytes, body) else {
+        return parse_document(&decode(bytes), source);
+    };
+    let links = links::links(&doc, source);
+    Ok(if links.is_empty() {
+        Parsed::NotAReport
+    } else {
+        Parsed::Links(links)
+    })
 }
 
 /// Parses an already decoded message.
@@ -77,7 +105,7 @@ pub fn parse_document(doc: &Document, source: &Source) -> Result<Parsed, ParseEr
     // Most mail on a list is not a report: one substring scan settles it before any
     // allocation.
     if !crate::prefilter::has_marker(doc.body.as_bytes()) {
-        return not_a_report(doc);
+        return not_a_report(doc, source);
     }
     let streams = quote_streams(&doc.body);
     // `commit:` lines of every depth: a follow-up that quotes the report names its commit
@@ -117,6 +145,7 @@ pub fn parse_document(doc: &Document, source: &Source) -> Result<Parsed, ParseEr
         return Ok(Parsed::Mention {
             mention: Box::new(mention),
             reports,
+            links: links::links(doc, source),
         });
     }
     if !reports.is_empty() {
@@ -133,14 +162,21 @@ pub fn parse_document(doc: &Document, source: &Source) -> Result<Parsed, ParseEr
         return Ok(Parsed::Mention {
             mention: Box::new(mention::excerpt(doc, top, source)),
             reports: Vec::new(),
+            links: Vec::new(),
         });
     }
-    not_a_report(doc)
+    not_a_report(doc, source)
 }
 
-/// Mail that is no report is skipped; input that is not even mail is an error, so a wrong
-/// file fed by mistake reaches the dead-letter topic instead of vanishing.
-fn not_a_report(doc: &Document) -> Result<Parsed, ParseError> {
+/// Mail that is no report keeps only the links it makes; input that is not even mail is an
+/// error, so a wrong file fed by mistake reaches the dead-letter topic instead of vanishing.
+fn not_a_report(doc: &Document, source: &Source) -> Result<Parsed, ParseError> {
+    if doc.is_mail {
+        let links = links::links(doc, source);
+        if !links.is_empty() {
+            return Ok(Parsed::Links(links));
+        }
+    }
     if doc.is_binary {
         Err(ParseError::Binary)
     } else if doc.is_mail || doc.body.trim().is_empty() {

@@ -213,7 +213,10 @@ fn html_archive_page_with_entities_and_navigation_reads_the_same() {
 fn a_report_cut_before_its_table_is_a_mention_of_that_report() {
     let text = seed_text(SEED_002);
     let cut = &text[..text.find("To reproduce:").unwrap_or(text.len())];
-    let Ok(Parsed::Mention { mention, reports }) = parse_bytes(cut.as_bytes()) else {
+    let Ok(Parsed::Mention {
+        mention, reports, ..
+    }) = parse_bytes(cut.as_bytes())
+    else {
         panic!("expected a mention");
     };
     assert!(reports.is_empty());

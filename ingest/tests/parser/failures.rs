@@ -218,7 +218,9 @@ fn a_tag_as_the_base_column_of_a_failure_table() {
 fn a_reply_quoting_a_failure_table_with_its_header_is_a_mention_carrying_the_quoted_copy() {
     let original = report(447);
     match corpus_message(446) {
-        Parsed::Mention { mention, reports } => {
+        Parsed::Mention {
+            mention, reports, ..
+        } => {
             assert_eq!(
                 mention.message_id.as_deref(),
                 Some("<95753732-9714-42e0-8097-e2b4c3dd5820@linux.ibm.com>")
@@ -235,7 +237,9 @@ fn a_reply_quoting_a_failure_table_with_its_header_is_a_mention_carrying_the_quo
 #[test]
 fn a_reply_quoting_only_failure_rows_is_a_mention_with_those_rows() {
     match corpus_message(393) {
-        Parsed::Mention { mention, reports } => {
+        Parsed::Mention {
+            mention, reports, ..
+        } => {
             assert!(reports.is_empty(), "no parameter header quoted: no test");
             assert_eq!(
                 mention.in_reply_to.as_deref(),

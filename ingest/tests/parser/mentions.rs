@@ -8,7 +8,9 @@ use lkplake_schemas::{Kind, Mention};
 
 fn mention(index: u64) -> (Mention, usize) {
     match corpus_message(index) {
-        Parsed::Mention { mention, reports } => (*mention, reports.len()),
+        Parsed::Mention {
+            mention, reports, ..
+        } => (*mention, reports.len()),
         other => panic!("message {index}: expected a mention, got {other:?}"),
     }
 }

@@ -125,6 +125,7 @@ impl Exporter {
         }
         let mut families = self.value_families().await?;
         families.push(self.reports_family().await?);
+        families.extend(self.regressions_families().await?);
         families.extend(self.lake_families(&health).await?);
         // Thousands of series make megabytes of text: rendered off the async workers.
         let rendered = tokio::task::spawn_blocking(move || Rendered {
@@ -236,6 +237,49 @@ impl Exporter {
             }
         }
         Ok(family)
+    }
+
+    /// `lkp_regressions{status,subsystem}` and when the oldest untriaged regression was first
+    /// reported: nothing a person or a fix answered yet (no triage, status open or discussed).
+    /// A lake without the `regressions` view (no `failures` or `mentions` yet) has neither.
+    async fn regressions_families(&self) -> Result<Vec<Family>, ServeError> {
+        if !self.engine.context().table_exist("regressions")? {
+            return Ok(Vec::new());
+        }
+        let sql = "SELECT status, coalesce(subsystem, '') AS subsystem, count(*) AS culprits \
+                   FROM regressions WHERE verdict = 'regression' GROUP BY 1, 2 ORDER BY 1, 2";
+        let mut by_status = Family::gauge(
+            "lkp_regressions",
+            "Culprit commits of regressions, by status (a person's triage, else the automatic one) and subsystem.",
+        );
+        for batch in self.collect(sql).await? {
+            let status = strings(batch.column(0))?;
+            let subsystem = strings(batch.column(1))?;
+            let count = floats(batch.column(2))?;
+            for row in 0..batch.num_rows() {
+                by_status = by_status.with(
+                    vec![
+                        ("status", status.value(row).to_owned()),
+                        ("subsystem", subsystem.value(row).to_owned()),
+                    ],
+                    count.value(row),
+                );
+            }
+        }
+        let mut oldest = Family::gauge(
+            "lkp_regressions_oldest_untriaged_timestamp_seconds",
+            "First report of the oldest regression nobody answered with a triage or a fix (status open or discussed); its age is time() minus this.",
+        );
+        let sql = "SELECT min(first_report) FROM regressions WHERE verdict = 'regression' \
+                   AND triage_status IS NULL AND auto_status IN ('open', 'discussed')";
+        let batches = self.collect(sql).await?;
+        if let Some(batch) = batches.first().filter(|b| b.num_rows() > 0) {
+            let date = micros(batch.column(0))?;
+            if date.is_valid(0) {
+                oldest = oldest.with(vec![], date.value(0) as f64 / 1e6);
+            }
+        }
+        Ok(vec![by_status, oldest])
     }
 
     /// Rows, versions and commit times of the tables, and the newest report's date.
