@@ -6,8 +6,8 @@ use crate::{LakeError, LakeUrl, Progress};
 use deltalake::datafusion::catalog::TableProvider;
 use deltalake::{DeltaTable, DeltaTableBuilder};
 use lkplake_schemas::tables::{
-    CHANGES_TABLE, FAILURES_TABLE, LINKS_TABLE, MENTIONS_TABLE, METRICS_TABLE, REPORTS_TABLE,
-    TREND_PARTITIONS_TABLE, TREND_SERIES_TABLE, TRIAGE_TABLE,
+    CHANGE_GROUPS_TABLE, CHANGES_TABLE, FAILURES_TABLE, LINKS_TABLE, MENTIONS_TABLE, METRICS_TABLE,
+    REPORTS_TABLE, TREND_PARTITIONS_TABLE, TREND_SERIES_TABLE, TRIAGE_TABLE,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,12 +17,13 @@ pub const TABLES: [&str; 2] = [METRICS_TABLE, REPORTS_TABLE];
 
 /// Tables served once they exist: the transformer's newer tables (a lake written before them
 /// gets them at its next transform run) and the ones `lkplake trend` writes.
-pub const LATER_TABLES: [&str; 7] = [
+pub const LATER_TABLES: [&str; 8] = [
     FAILURES_TABLE,
     MENTIONS_TABLE,
     LINKS_TABLE,
     TRIAGE_TABLE,
     CHANGES_TABLE,
+    CHANGE_GROUPS_TABLE,
     TREND_SERIES_TABLE,
     TREND_PARTITIONS_TABLE,
 ];

@@ -18,6 +18,8 @@ pub const LINKS_TABLE: &str = "links";
 pub const TRIAGE_TABLE: &str = "triage";
 /// Change points found by `lkplake trend`.
 pub const CHANGES_TABLE: &str = "changes";
+/// Change points grouped across series by overlapping ranges, written by `lkplake trend`.
+pub const CHANGE_GROUPS_TABLE: &str = "change_groups";
 /// `lkplake trend`'s per-series state, so a re-run resumes where the last one stopped.
 pub const TREND_SERIES_TABLE: &str = "trend_series";
 
@@ -192,6 +194,26 @@ pub static CHANGES: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
+/// `change_groups`: one row per group of change points whose ranges overlap (Skia Perf's
+/// anomaly groups): the intersection of their ranges, how many and of which kind, the series
+/// they are in, the commits that start their ranges, and the robot's report of one of those
+/// commits when the lake holds one (null: a change the robot did not mail).
+pub static CHANGE_GROUPS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("group_id", DataType::UInt32, false),
+        Field::new("time_before", time(), false),
+        Field::new("time", time(), false),
+        Field::new("changes", DataType::UInt32, false),
+        Field::new("regressions", DataType::UInt32, false),
+        Field::new("improvements", DataType::UInt32, false),
+        Field::new("testcases", DataType::Utf8, false),
+        Field::new("machines", DataType::Utf8, false),
+        Field::new("metrics", DataType::Utf8, false),
+        Field::new("commits", DataType::Utf8, false),
+        Field::new("report_key", DataType::Utf8, true),
+    ]))
+});
+
 /// `trend_series`: what `lkplake trend` last analysed per series, so a re-run recomputes only
 /// series with new observations.
 pub static TREND_SERIES: LazyLock<SchemaRef> = LazyLock::new(|| {
@@ -229,6 +251,7 @@ pub fn schema_of(name: &str) -> Option<SchemaRef> {
         LINKS_TABLE => &LINKS,
         TRIAGE_TABLE => &TRIAGE,
         CHANGES_TABLE => &CHANGES,
+        CHANGE_GROUPS_TABLE => &CHANGE_GROUPS,
         TREND_SERIES_TABLE => &TREND_SERIES,
         TREND_PARTITIONS_TABLE => &TREND_PARTITIONS,
         _ => return None,

@@ -589,20 +589,19 @@ fn a_follower_reads_mail_that_lands_in_a_maildir_and_only_that() {
     );
 }
 
+/// `lkplake run --follow` on the embedded cluster, polling `maildir` every second.
+fn run_follow(lake: &str, maildir: &str) -> Follower {
+    Follower::spawn(crate::common::command(&[
+        "run", "--follow", "--poll", "1s", "--lake", lake, maildir,
+    ]))
+}
+
 #[test]
 fn run_follow_on_the_embedded_cluster_keeps_the_lake_current_until_sigterm() {
     let maildir = maildir_with("run-follow", "examples/reports/004_185fc374d8b9a81a.txt");
     let lake = temp_dir("run-follow-lake");
     let (lake_arg, maildir_arg) = (lake.to_string_lossy(), maildir.to_string_lossy());
-    let mut run = Follower::spawn(crate::common::command(&[
-        "run",
-        "--follow",
-        "--poll",
-        "1s",
-        "--lake",
-        &lake_arg,
-        &maildir_arg,
-    ]));
+    let mut run = run_follow(&lake_arg, &maildir_arg);
     run.wait_for("1 inputs, 1 messages: 1 reports");
     std::fs::copy(
         "examples/reports/002_5fa9b7d75deb5046.txt",
@@ -630,6 +629,55 @@ fn run_follow_on_the_embedded_cluster_keeps_the_lake_current_until_sigterm() {
         lines.iter().any(|l| l.starts_with("lkplake transform: ")),
         "{lines:#?}"
     );
+}
+
+/// Issue 37, item 6: `run --follow` moves a regression along as its mail arrives: open once the
+/// report lands, fix-posted once the patch closing it does, fixed once b4's applied notice for
+/// that patch does (tests/fixtures/fixes/README.md), each within a poll and a flush.
+#[test]
+fn run_follow_moves_a_regression_along_as_its_fix_and_applied_notice_arrive() {
+    let maildir = maildir_with(
+        "follow-fixes",
+        "tests/fixtures/same-key/netperf-three-tests.eml",
+    );
+    let lake = temp_dir("follow-fixes-lake");
+    let (lake_arg, maildir_arg) = (lake.to_string_lossy(), maildir.to_string_lossy());
+    let run = run_follow(&lake_arg, &maildir_arg);
+    // The culprit's status as `lkplake sql` reads it; nothing while the lake has no view yet.
+    let status = || -> Vec<String> {
+        let sql = "SELECT status FROM regressions WHERE verdict = 'regression'";
+        let out = lkplake(&["sql", "--lake", &lake_arg, "--format", "csv", sql], None);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        stdout.lines().skip(1).map(str::to_owned).collect()
+    };
+    let wait_for = |want: &str| {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let now = status();
+            if now == [want] {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{want} expected, the lake says {now:?}"
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    };
+    wait_for("open");
+    for (mail, name, then) in [
+        ("fix-patch.eml", "new/2.host", "fix-posted"),
+        ("applied-notice.eml", "new/3.host", "fixed"),
+    ] {
+        std::fs::copy(
+            Path::new("tests/fixtures/fixes").join(mail),
+            maildir.join(name),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        wait_for(then);
+    }
+    let (exit, lines) = run.sigterm();
+    assert!(exit.success(), "{lines:#?}");
 }
 
 /// Seeds 000 (phoronix-test-suite), 002 (vm-scalability) and 004 (lmbench3), read by hand:

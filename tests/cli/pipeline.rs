@@ -1088,6 +1088,50 @@ fn a_patch_closing_a_report_then_its_applied_notice_and_a_revert_fix_the_regress
     assert!(listed[0].starts_with("fixed,mm/memcontrol,1e8017bb42651bb1dc84917b7864ae6159866b1d,"));
 }
 
+/// Issue 37: the statuses are a function of the mail alone, not of the order it arrived in: the
+/// same five mails (tests/fixtures/fixes/README.md) rebuilt into a new lake one run each, the
+/// revert and the applied notice first and the report last, give the same `regressions` and
+/// `links` rows as all five in one run.
+#[test]
+fn a_lake_rebuilt_from_the_same_mail_in_another_order_gives_the_same_statuses() {
+    let fixtures = root().join("tests/fixtures");
+    let fixes = fixtures.join("fixes");
+    let report = fixtures.join("same-key/netperf-three-tests.eml");
+    let mails = [
+        report.clone(),
+        fixes.join("reply-quoting-box.eml"),
+        fixes.join("fix-patch.eml"),
+        fixes.join("applied-notice.eml"),
+        fixes.join("revert.eml"),
+    ];
+    let rows = |name: &str, runs: &[&[&Path]]| -> Vec<Vec<serde_json::Value>> {
+        let lake = temp_dir(name);
+        for mails in runs {
+            run_into(&lake, mails);
+        }
+        [
+            "SELECT * FROM regressions ORDER BY commit, verdict",
+            "SELECT link_key, kind, target, message_id, date, sender, subject, patch_title, commit \
+             FROM links ORDER BY link_key",
+        ]
+        .iter()
+        .map(|sql| crate::common::sql_json(&lake, sql))
+        .collect()
+    };
+    let in_order: Vec<&Path> = mails.iter().map(|p| p.as_path()).collect();
+    let first = rows("rebuild-in-order", &[&in_order]);
+    assert_eq!(first[0].len(), 1, "one culprit: {first:?}");
+    assert_eq!(first[0][0]["status"], "fixed", "{first:?}");
+    assert_eq!(
+        first[1].len(),
+        4,
+        "closes, fixes, applied, revert: {first:?}"
+    );
+    let reversed: Vec<[&Path; 1]> = mails.iter().rev().map(|p| [p.as_path()]).collect();
+    let one_by_one: Vec<&[&Path]> = reversed.iter().map(|r| r.as_slice()).collect();
+    assert_eq!(rows("rebuild-reversed", &one_by_one), first);
+}
+
 /// Issue 37, item 3: a person's status for a culprit (`lkplake triage`) stands over the
 /// automatic one, both shown, with its history in `triage`, read back through `lkplake sql`,
 /// `lkplake regressions` and psql; a status the culprit has already is refused.

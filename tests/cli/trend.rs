@@ -101,6 +101,34 @@ fn planted_steps_are_found_at_their_commit_saved_to_the_lake_and_only_new_series
         "{summary}"
     );
 
+    // The change points grouped by overlapping ranges: each point in one group, each group's
+    // range a non-empty interval, and a group that names a robot report names one of a commit
+    // that starts one of its members' ranges.
+    let groups = sql_json(
+        &g.lake,
+        "SELECT sum(changes) AS points, count(*) AS groups, \
+         count(*) FILTER (WHERE time_before > time) AS empty, \
+         count(report_key) AS reported FROM change_groups",
+    );
+    assert_eq!(groups[0]["points"].as_u64(), Some(found.len() as u64));
+    assert_eq!(groups[0]["empty"].as_u64(), Some(0));
+    let (groups_n, reported) = (
+        groups[0]["groups"].as_u64().unwrap_or_default(),
+        groups[0]["reported"].as_u64().unwrap_or_default(),
+    );
+    assert!(groups_n > 0 && groups_n <= found.len() as u64, "{groups:?}");
+    assert!(
+        reported > 0,
+        "no group names the robot's report: {groups:?}"
+    );
+    let misnamed = sql_json(
+        &g.lake,
+        "SELECT count(*) AS n FROM change_groups g JOIN reports r \
+         ON r.report_key = g.report_key AND r.test_index = 0 \
+         WHERE strpos(g.commits, lower(left(r.commit, 10))) = 0",
+    );
+    assert_eq!(misnamed[0]["n"].as_u64(), Some(0), "{misnamed:?}");
+
     // Planted steps of 10 % or more with at least 6 observations of their series on each side
     // before the neighbouring planted steps: most are found at the commit that carries them,
     // each in its direction (precision and recall are measured in BENCHMARKS.md).

@@ -13,6 +13,7 @@
 
 pub mod detect;
 mod error;
+pub mod groups;
 mod plot;
 
 use datafusion::arrow::array::{
@@ -27,8 +28,8 @@ use lkplake_lake::derived;
 use lkplake_query::Engine;
 use lkplake_query::columns::{metric_regex, micros, quote, strings};
 use lkplake_schemas::tables::{
-    CHANGES, CHANGES_TABLE, METRICS_TABLE, TREND_PARTITIONS, TREND_PARTITIONS_TABLE, TREND_SERIES,
-    TREND_SERIES_TABLE,
+    CHANGE_GROUPS_TABLE, CHANGES, CHANGES_TABLE, METRICS_TABLE, TREND_PARTITIONS,
+    TREND_PARTITIONS_TABLE, TREND_SERIES, TREND_SERIES_TABLE,
 };
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -683,6 +684,12 @@ pub async fn run(
         // so the next run recomputes these series and writes `changes` again; the other order
         // would record them as analysed with their changes never written.
         derived::overwrite(engine.url(), CHANGES_TABLE, changes_batch(&changes)?).await?;
+        let groups = groups::groups_batch(
+            &changes,
+            &groups::group(&changes),
+            &groups::culprit_reports(engine).await?,
+        )?;
+        derived::overwrite(engine.url(), CHANGE_GROUPS_TABLE, groups).await?;
         derived::overwrite(engine.url(), TREND_SERIES_TABLE, state_batch(&saved)?).await?;
     }
     if series_moved || partitions_moved {
