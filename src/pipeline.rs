@@ -421,6 +421,8 @@ struct Dropped {
     reports: u64,
     /// Mentions produced and not read as mentions.
     mentions: u64,
+    /// Links produced and not read as links.
+    links: u64,
     /// Of those, messages the transformer read but could not decode and dead-lettered: they
     /// reached it, so the cluster did not drop them.
     dead_lettered: u64,
@@ -429,7 +431,7 @@ struct Dropped {
 impl Dropped {
     /// Messages the cluster dropped.
     fn lost(&self) -> u64 {
-        (self.reports + self.mentions).saturating_sub(self.dead_lettered)
+        (self.reports + self.mentions + self.links).saturating_sub(self.dead_lettered)
     }
 
     /// What `run` says of the drop, out of what ingest produced.
@@ -443,20 +445,22 @@ impl Dropped {
             String::new()
         };
         format!(
-            "the embedded Kafka cluster dropped {} messages before they reached the lake ({} of {} reports and {} of {} mentions were not read{dead_lettered}): it keeps only about 5 MB per partition. \
+            "the embedded Kafka cluster dropped {} messages before they reached the lake ({} of {} reports, {} of {} mentions and {} of {} links were not read{dead_lettered}): it keeps only about 5 MB per partition. \
              What it kept is in the lake; for inputs this large, run against a broker with `lkplake run --brokers HOST:PORT` \
              (for example ./infra/tansu.sh start) and the rest is added",
             self.lost(),
             self.reports,
             ingested.reports,
             self.mentions,
-            ingested.mentions
+            ingested.mentions,
+            self.links,
+            ingested.links
         )
     }
 }
 
 /// What the embedded cluster dropped before the transformer read it, if anything. Reports are
-/// compared with reports and mentions with mentions, each counted once per offset: against a
+/// compared with reports, mentions with mentions and links with links, each counted once per offset: against a
 /// count of every message read, a lost report could hide behind the mentions (and behind
 /// messages read again after a rewind). A message the transformer dead-lettered is in neither
 /// count, and it cannot say which kind it was: that many of the messages not read as either
@@ -466,10 +470,12 @@ fn dropped(ingested: &IngestSummary, transformed: &TransformSummary) -> Option<D
     let mentions = ingested
         .mentions
         .saturating_sub(transformed.mention_messages);
+    let links = ingested.links.saturating_sub(transformed.link_messages);
     let dropped = Dropped {
         reports,
         mentions,
-        dead_lettered: transformed.dead_lettered.min(reports + mentions),
+        links,
+        dead_lettered: transformed.dead_lettered.min(reports + mentions + links),
     };
     (dropped.lost() > 0).then_some(dropped)
 }
@@ -824,11 +830,12 @@ pub async fn run_compact(args: &CompactArgs) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
-    /// What ingest produced: 5 reports and 3 mentions.
+    /// What ingest produced: 5 reports, 3 mentions and 2 links.
     fn produced() -> IngestSummary {
         IngestSummary {
             reports: 5,
             mentions: 3,
+            links: 2,
             ..IngestSummary::default()
         }
     }
@@ -844,6 +851,7 @@ mod tests {
             already_in_lake: 2,
             report_messages: 3,
             mention_messages: 3,
+            link_messages: 2,
             ..TransformSummary::default()
         };
         assert!(transformed.messages >= produced().reports);
@@ -853,6 +861,7 @@ mod tests {
             Some(Dropped {
                 reports: 2,
                 mentions: 0,
+                links: 0,
                 dead_lettered: 0
             })
         );
@@ -865,6 +874,7 @@ mod tests {
             messages: 7,
             report_messages: 5,
             mention_messages: 2,
+            link_messages: 2,
             ..TransformSummary::default()
         };
         assert_eq!(
@@ -872,8 +882,23 @@ mod tests {
             Some(Dropped {
                 reports: 0,
                 mentions: 1,
+                links: 0,
                 dead_lettered: 0
             })
+        );
+    }
+
+    #[test]
+    fn a_lost_link_is_a_drop_even_when_every_report_and_mention_arrived() {
+        let transformed = TransformSummary {
+            report_messages: 5,
+            mention_messages: 3,
+            link_messages: 1,
+            ..TransformSummary::default()
+        };
+        assert_eq!(
+            dropped(&produced(), &transformed).map(|d| (d.links, d.lost())),
+            Some((1, 1))
         );
     }
 
@@ -887,6 +912,7 @@ mod tests {
             duplicates: 3,
             report_messages: 5,
             mention_messages: 3,
+            link_messages: 2,
             ..TransformSummary::default()
         };
         assert_eq!(dropped(&produced(), &transformed), None);
@@ -900,6 +926,7 @@ mod tests {
             messages: 8,
             report_messages: 4,
             mention_messages: 3,
+            link_messages: 2,
             dead_lettered: 1,
             ..TransformSummary::default()
         };
@@ -913,6 +940,7 @@ mod tests {
             messages: 7,
             report_messages: 3,
             mention_messages: 3,
+            link_messages: 2,
             dead_lettered: 1,
             ..TransformSummary::default()
         };
@@ -922,6 +950,7 @@ mod tests {
             Some(Dropped {
                 reports: 2,
                 mentions: 0,
+                links: 0,
                 dead_lettered: 1
             })
         );
@@ -931,7 +960,7 @@ mod tests {
                 .as_deref()
                 .and_then(|e| e.split(':').next()),
             Some(
-                "the embedded Kafka cluster dropped 1 messages before they reached the lake (2 of 5 reports and 0 of 3 mentions were not read, 1 of them read but dead-lettered (see above))"
+                "the embedded Kafka cluster dropped 1 messages before they reached the lake (2 of 5 reports, 0 of 3 mentions and 0 of 2 links were not read, 1 of them read but dead-lettered (see above))"
             )
         );
     }

@@ -71,7 +71,8 @@ pub struct RegressionsArgs {
 
 /// The columns printed, in order: what to look at first, then where it came from.
 const COLUMNS: &str = "status, subsystem, commit, commit_title, verdict, reports, worst_change_pct, \
-                       first_report, last_report, replies, repliers, fix_posted, fix_commit, \
+                       first_report, last_report, replies, repliers, fix_posted, \
+                       coalesce(triage_fix, fix_commit) AS fix_commit, \
                        recovered_commit, auto_status, triaged_by, triage_note";
 
 /// The query for `args`: the view filtered, most recently reported first.

@@ -126,7 +126,8 @@ fn entry(args: &TriageArgs, found: &[Culprit], at: DateTime<Utc>) -> anyhow::Res
         ),
     };
     let to = args.status.as_str();
-    if culprit.status == to {
+    // A fixing commit is news even for a culprit fixed already (by a fix the mail names).
+    if culprit.status == to && fix.is_none() {
         bail!("culprit {} is {to} already", culprit.commit);
     }
     Ok(Entry {
@@ -290,6 +291,16 @@ mod tests {
         assert!(wrong.is_err_and(|e| e.to_string().contains("--status fixed only")));
         let short = entry(&args(Verdict::Fixed, Some("5a6b")), &found, at());
         assert!(short.is_err_and(|e| e.to_string().contains("not a commit id")));
+        let fixed_already = [culprit(COMMIT, "regression", "fixed")];
+        let named = entry(
+            &args(Verdict::Fixed, Some("5a6b7c8d9e0f")),
+            &fixed_already,
+            at(),
+        );
+        assert_eq!(
+            named.ok().map(|e| (e.from, e.to, e.fix)),
+            Some(("fixed".to_owned(), "fixed", Some("5a6b7c8d9e0f".to_owned())))
+        );
     }
 
     #[test]

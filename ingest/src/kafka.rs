@@ -450,7 +450,7 @@ pub(crate) fn dead_letter(
 
 /// What the parser thread hands to the producer.
 pub(crate) enum Item {
-    /// A report or mention already encoded as JSON on the parser thread, so the async side
+    /// A report, mention or link already encoded as JSON on the parser thread, so the async side
     /// only sends.
     Report {
         key: String,

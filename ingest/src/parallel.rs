@@ -24,8 +24,9 @@ pub struct Outcome {
     pub source: Source,
     /// Its size as stored.
     pub size: usize,
-    /// The message as stored, when it was decoded: a dead letter or an oversized report
-    /// keeps it. `None` for mail the prefilter settled.
+    /// The message as stored, when it was read past the prefilter (decoded, or read for its
+    /// links): a dead letter or an oversized report keeps it. `None` for mail the prefilter
+    /// settled.
     pub raw: Option<Vec<u8>>,
     /// The parse, or why the message could not be parsed. A parser panic on one message is
     /// [`ParseError::Panicked`] for that message, not the end of the input.
@@ -37,9 +38,7 @@ enum Job {
     Settled(Source, usize),
     /// Plain mail the raw bytes leave open ([`Raw::NotAReportUnlessDecoded`], [`Raw::Links`]):
     /// the worker finishes the prefilter's work ([`read_plain`]).
-    /// Of [`Raw::Links`] only the header block and the own text travel; the size is the
-    /// message's.
-    Plain(Source, Vec<u8>, Raw, usize),
+    Plain(Source, Vec<u8>, Raw),
     Decode(Source, Vec<u8>),
     /// A message the reader refused (too large to read whole): its first bytes and why, kept
     /// in input order so that it becomes a dead letter where it stands.
@@ -138,7 +137,7 @@ fn read(
                 error,
             }) => Job::Refused(source, head, ParseError::TooLarge(error)),
         };
-        if let Job::Decode(_, raw) | Job::Plain(_, raw, ..) | Job::Refused(_, raw, _) = &job {
+        if let Job::Decode(_, raw) | Job::Plain(_, raw, _) | Job::Refused(_, raw, _) = &job {
             bytes += raw.len();
         }
         batch.push(job);
@@ -171,16 +170,9 @@ fn job_for(message: source::Message<'_>) -> Job {
     match read_raw(&message.bytes) {
         Raw::NotAReport => Job::Settled(message.source, message.bytes.len()),
         Raw::Decode => Job::Decode(message.source, message.bytes.into_owned()),
-        Raw::Links { body_start, end } => Job::Plain(
-            message.source,
-            message.bytes[..end].to_vec(),
-            Raw::Links { body_start, end },
-            message.bytes.len(),
-        ),
-        plain => {
-            let size = message.bytes.len();
-            Job::Plain(message.source, message.bytes.into_owned(), plain, size)
-        }
+        // The whole mail travels, though only its head and own text are read: a parser failure
+        // dead-letters the mail as it came.
+        plain => Job::Plain(message.source, message.bytes.into_owned(), plain),
     }
 }
 
@@ -214,10 +206,10 @@ fn run(job: Job) -> Outcome {
             raw: None,
             parsed: Ok(Parsed::NotAReport),
         },
-        Job::Plain(source, raw, plain, size) => match read_plain(&raw, plain) {
+        Job::Plain(source, raw, plain) => match read_plain(&raw, plain) {
             Plain::Settled => Outcome {
                 source,
-                size,
+                size: raw.len(),
                 raw: None,
                 parsed: Ok(Parsed::NotAReport),
             },
@@ -225,7 +217,7 @@ fn run(job: Job) -> Outcome {
                 let parsed = guarded(|| parse_links(&raw, body, &source));
                 Outcome {
                     source,
-                    size,
+                    size: raw.len(),
                     raw: Some(raw),
                     parsed,
                 }

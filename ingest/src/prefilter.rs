@@ -101,6 +101,9 @@ pub enum Raw {
     NotAReportUnlessDecoded {
         /// The offset of the body, just after the header block's empty line.
         body_start: usize,
+        /// The `Subject:` is encoded in base64 (`=?UTF-8?B?...?=`), which hides a revert's
+        /// `Revert "` from the raw search: its links are read whatever the markers say.
+        hidden_subject: bool,
     },
     /// Plain mail, not quoted-printable, with no marker of a report but one of a link: its
     /// body from `body_start` to `end` is its own text as it stands.
@@ -129,10 +132,12 @@ pub fn read_raw(bytes: &[u8]) -> Raw {
     let mut fields = Fields::default();
     let mut current: Option<(Field, Vec<u8>)> = None;
     let mut first = true;
+    let (mut in_subject, mut hidden_subject) = (false, false);
     let block = scan_header_block(bytes, &mut |line, colon| {
         let Some(colon) = colon else {
             // `mail-parser` reads an indented first line as a field of its own.
             fields.plain_text &= !first;
+            hidden_subject |= in_subject && base64_word(line);
             if let Some((_, value)) = &mut current {
                 value.extend_from_slice(line);
             }
@@ -142,6 +147,8 @@ pub fn read_raw(bytes: &[u8]) -> Raw {
         fields.judge(current.take());
         let name = &line[..colon];
         let value = &line[colon + 1..];
+        in_subject = name.eq_ignore_ascii_case(b"subject");
+        hidden_subject |= in_subject && base64_word(value);
         if name.eq_ignore_ascii_case(b"content-type") {
             current = Some((Field::Type, value.to_vec()));
         } else if name.eq_ignore_ascii_case(b"content-transfer-encoding") {
@@ -154,13 +161,25 @@ pub fn read_raw(bytes: &[u8]) -> Raw {
         None => Raw::Decode,
         // Whichever of the encodings named `mail-parser` goes by, the body it decodes must
         // hold no marker: the raw bytes do not, the quoted-printable text is left to see.
-        Some(body_start) if fields.quoted_printable => Raw::NotAReportUnlessDecoded { body_start },
-        // A link marker in the header block or the own text (not in a diff) is worth reading.
-        Some(body_start) => match link.map(|at| (at, own_end(bytes, body_start))) {
-            Some((at, end)) if at < end => Raw::Links { body_start, end },
-            _ => Raw::NotAReport,
+        Some(body_start) if fields.quoted_printable => Raw::NotAReportUnlessDecoded {
+            body_start,
+            hidden_subject,
         },
+        // A link marker in the header block or the own text (not in a diff) is worth reading.
+        Some(body_start) => {
+            let end = own_end(bytes, body_start);
+            if hidden_subject || link.is_some_and(|at| at < end) {
+                Raw::Links { body_start, end }
+            } else {
+                Raw::NotAReport
+            }
+        }
     }
+}
+
+/// Whether a header line holds a base64 encoded word (`=?UTF-8?B?...?=`).
+fn base64_word(line: &[u8]) -> bool {
+    memchr::memmem::find(line, b"?B?").is_some() || memchr::memmem::find(line, b"?b?").is_some()
 }
 
 /// Where the own text of the body starting at `body_start` ends: at its first line that
@@ -195,12 +214,17 @@ pub fn read_plain(bytes: &[u8], raw: Raw) -> Plain {
         Raw::Links { body_start, end } => {
             Plain::Links(decode_text(&bytes[body_start..end]).into_owned())
         }
-        Raw::NotAReportUnlessDecoded { body_start } => {
+        Raw::NotAReportUnlessDecoded {
+            body_start,
+            hidden_subject,
+        } => {
             match decode_quoted_printable(&bytes[body_start..]) {
                 None => Plain::Decode,
                 Some(text) if has_marker(&text) => Plain::Decode,
                 // A marker in the header fields counts too (`Subject: [PATCH] Revert "..."`).
-                Some(text) if may_link(&text) || may_link(&bytes[..body_start]) => {
+                Some(text)
+                    if hidden_subject || may_link(&text) || may_link(&bytes[..body_start]) =>
+                {
                     let end = own_end(&text, 0);
                     Plain::Links(decode_text(&text[..end]).into_owned())
                 }
@@ -405,6 +429,28 @@ mod tests {
         assert_eq!(
             read_plain(&bytes, read_raw(&bytes)),
             Plain::Links("Fix the wakeup.\n\nFixes: 1e8017bb42ab (\"x\")\n---\n".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_subject_encoded_in_base64_is_read_for_a_revert_it_may_hide() {
+        use lkplake_schemas::{LinkKind, Source};
+        // `[PATCH] Revert "mm: x"`, encoded.
+        let bytes: &[u8] =
+            b"From: A <a@example.org>\nSubject: =?UTF-8?B?W1BBVENIXSBSZXZlcnQgIm1tOiB4Ig==?=\n\
+             Date: Tue, 12 Sep 2023 21:52:39 +0800\nMessage-ID: <r@example.org>\n\n\
+             It slowed the remote charge path.\n";
+        assert!(matches!(read_raw(bytes), Raw::Links { .. }));
+        let parsed = crate::parse_message(bytes, &Source::file("t", 0));
+        let Ok(crate::Parsed::Links(links)) = parsed else {
+            panic!("{parsed:?}");
+        };
+        assert_eq!(
+            links
+                .iter()
+                .map(|l| (l.kind, l.target.as_str()))
+                .collect::<Vec<_>>(),
+            [(LinkKind::Revert, "mm: x")]
         );
     }
 

@@ -1,5 +1,5 @@
-//! The small tables the read side writes: `lkplake trend`'s `changes` and `trend_series`,
-//! replaced whole on every run, and `lkplake triage`'s `triage`, appended to.
+//! The small tables the read side writes: `lkplake trend`'s `changes`, `change_groups` and
+//! `trend_series`, replaced whole on every run, and `lkplake triage`'s `triage`, appended to.
 
 use crate::reader::open_existing;
 use crate::{LakeError, LakeUrl};
@@ -18,7 +18,8 @@ pub async fn overwrite(
 }
 
 /// Appends `batch` to table `name` in one Delta commit, creating the table when missing.
-/// Appends never conflict with each other: two people triaging at once both keep their row.
+/// Appends to an existing table do not conflict: two people triaging at once both keep their
+/// row (the very first two, both creating the table, can: the second is told to try again).
 pub async fn append(
     lake: &LakeUrl,
     name: &'static str,

@@ -1,6 +1,6 @@
-//! The writer's lake: the `metrics`, `failures`, `mentions`, `links` and `reports` Delta tables, with
-//! the Kafka offsets each commit covers recorded as Delta `txn` actions (one application id per
-//! topic partition, the kafka-delta-ingest pattern). The lake, not Kafka, is the source of truth
+//! The writer's lake: the `metrics`, `failures`, `mentions`, `links` and `reports` Delta
+//! tables, with the Kafka offsets each commit covers recorded as Delta `txn` actions (one
+//! application id per topic partition, the kafka-delta-ingest pattern). The lake, not Kafka, is the source of truth
 //! for progress.
 
 use crate::{LakeError, LakeUrl};

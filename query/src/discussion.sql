@@ -1,4 +1,5 @@
--- The views over `failures` and `mentions`, installed once the lake has both tables (a lake
+-- The views over `failures` and `mentions` (and `links` and `triage`, empty until written),
+-- installed once the lake has the first two tables (a lake
 -- written before them gets them at its next transform run). DataFusion only.
 --
 -- The `mentions` Delta table is served as `mention_mails` (the mails as stored); the
@@ -128,9 +129,10 @@ GROUP BY
 -- Fixes come from `links`: a patch whose `Closes:`/`Link:` trailer names one of the culprit's
 -- reports, or whose `Fixes:` trailer names the culprit, is a fix posted; an applied notice for
 -- a patch of the same title is the fix merged (its commit and date); a patch `Revert "<the
--- culprit's title>"` reverts it. The automatic status (`auto_status`), for regressions: `fixed`
--- (a fix merged or a revert), else `recovered`, else `fix-posted`, else `discussed` (a reply
--- cites one of its reports), else `open`; an improvement is `improvement`, never open or
+-- culprit's title>"` is a revert posted, merged once an applied notice names it. The automatic
+-- status (`auto_status`), for regressions: `fixed` (a fix or a revert merged), else
+-- `recovered`, else `fix-posted` (a fix or a revert posted), else `discussed` (a reply cites
+-- one of its reports), else `open`; an improvement is `improvement`, never open or
 -- recovered. A status a person gave with `lkplake triage` (`acknowledged`, `investigating`,
 -- `invalid`, `wontfix`, `fixed`) stands over it: `status` is the newest one, else the automatic.
 CREATE VIEW regressions AS
@@ -138,7 +140,9 @@ WITH tests AS (
     SELECT
         report_key, date, kind, subject, commit, commit_title, branch, testcase, machine,
         headline_metric, headline_change_pct, message_id, quoted,
-        lower(left(commit, 10)) AS culprit
+        lower(left(commit, 10)) AS culprit,
+        -- The title without the `[PATCH v4 4/5]` tag of a patch the robot tested from the list.
+        regexp_replace(commit_title, '^\[[^\]]*\] *', '') AS title
     FROM reports
     WHERE kind IN ('regression', 'improvement')
 ),
@@ -209,17 +213,20 @@ replies AS (
     JOIN mentions m ON m.report_key = t.report_key
     GROUP BY t.culprit, t.kind
 ),
--- Patches that answer the culprit: by a report's Message-ID, or by the culprit's commit id
--- (a `Fixes:` hash is usually 12 digits, at least 7; culprits are compared on 10).
+-- Patches that answer the culprit: by a report's Message-ID, or by the culprit's commit id (a
+-- `Fixes:` hash is usually 12 digits, at least 7: the shorter of the two hashes is a prefix of
+-- the other) in a patch sent after a report of it. Equality joins, one per kind: a join on an
+-- OR of both would pair every report with every link.
 fix_patches AS (
-    SELECT DISTINCT t.culprit, t.kind, l.link_key, l.date, l.patch_title
+    SELECT t.culprit, t.kind, l.link_key, l.date, l.patch_title
     FROM tests t
-    JOIN links l
-        ON (l.kind = 'closes' AND l.target = t.message_id)
-        OR (l.kind = 'fixes' AND CASE
-            WHEN length(l.target) >= 10 THEN left(l.target, 10) = t.culprit
-            ELSE starts_with(t.culprit, l.target)
-        END)
+    JOIN links l ON l.kind = 'closes' AND l.target = t.message_id
+    UNION
+    SELECT t.culprit, t.kind, l.link_key, l.date, l.patch_title
+    FROM tests t
+    JOIN links l ON l.kind = 'fixes' AND left(l.target, 7) = left(t.culprit, 7)
+    WHERE (starts_with(lower(t.commit), l.target) OR starts_with(l.target, lower(t.commit)))
+        AND (l.date IS NULL OR t.date IS NULL OR l.date >= t.date)
 ),
 first_fixes AS (
     SELECT
@@ -230,7 +237,7 @@ first_fixes AS (
         row_number() OVER (PARTITION BY culprit, kind ORDER BY date NULLS LAST, link_key) AS pick
     FROM fix_patches
 ),
--- A fix merged: an applied notice for a patch of a fix's title, the first one.
+-- A fix merged: the first applied notice for a patch of the title of any of its fixes.
 merged AS (
     SELECT
         f.culprit,
@@ -242,16 +249,22 @@ merged AS (
     FROM (SELECT DISTINCT culprit, kind, patch_title FROM fix_patches) f
     JOIN links a ON a.kind = 'applied' AND a.patch_title = f.patch_title
 ),
--- A revert names the culprit by its title, without the `[PATCH v4 4/5]` tag of a patch the
--- robot tested from the list.
-reverts AS (
-    SELECT t.culprit, t.kind, min(l.date) AS date
-    FROM (
-        SELECT DISTINCT culprit, kind, regexp_replace(commit_title, '^\[[^\]]*\] *', '') AS title
-        FROM tests
-    ) t
+-- A revert names the culprit by its title, or by its commit in `This reverts commit <hash>.`;
+-- it is merged when an applied notice names a patch of the revert's title.
+revert_patches AS (
+    SELECT t.culprit, t.kind, l.date, l.patch_title
+    FROM tests t
     JOIN links l ON l.kind = 'revert' AND l.target = t.title
-    GROUP BY t.culprit, t.kind
+    UNION
+    SELECT t.culprit, t.kind, l.date, l.patch_title
+    FROM tests t
+    JOIN links l ON l.kind = 'revert' AND left(l.commit, 10) = t.culprit
+),
+reverts AS (
+    SELECT r.culprit, r.kind, min(r.date) AS date, min(a.date) AS merged
+    FROM revert_patches r
+    LEFT JOIN links a ON a.kind = 'applied' AND a.patch_title = r.patch_title
+    GROUP BY r.culprit, r.kind
 ),
 culprits AS (
     SELECT
@@ -262,7 +275,7 @@ culprits AS (
         -- The robot's subject names the branch, then the subsystem: `[linus:master] [mm] ...`.
         max(nullif(split_part(split_part(subject, '] [', 2), ']', 1), '')) AS subject_tag,
         -- Else the commit title's prefix, past a `[PATCH v4 4/5]` tag.
-        max(split_part(regexp_replace(commit_title, '^\[[^\]]*\] *', ''), ':', 1)) AS title_prefix,
+        max(split_part(title, ':', 1)) AS title_prefix,
         max(branch) AS branch,
         count(DISTINCT report_key) AS reports,
         array_agg(DISTINCT testcase) AS testcases,
@@ -298,13 +311,14 @@ automatic AS (
         g.commit AS fix_commit,
         g.date AS fix_merged,
         rv.date AS reverted,
+        rv.merged AS revert_merged,
         CASE WHEN v.recovered AND c.kind = 'regression' THEN v.recovered_commit END AS recovered_commit,
         CASE WHEN v.recovered AND c.kind = 'regression' THEN v.recovered_report END AS recovered_report,
         CASE
             WHEN c.kind <> 'regression' THEN 'improvement'
-            WHEN g.commit IS NOT NULL OR rv.date IS NOT NULL THEN 'fixed'
+            WHEN g.commit IS NOT NULL OR rv.merged IS NOT NULL THEN 'fixed'
             WHEN v.recovered THEN 'recovered'
-            WHEN x.pick IS NOT NULL THEN 'fix-posted'
+            WHEN x.pick IS NOT NULL OR rv.date IS NOT NULL THEN 'fix-posted'
             WHEN coalesce(p.replies, 0) > 0 THEN 'discussed'
             ELSE 'open'
         END AS auto_status,
@@ -329,7 +343,8 @@ triaged AS (
         note,
         fix_commit,
         row_number() OVER (
-            PARTITION BY lower(left(culprit, 10)), verdict ORDER BY triaged_at DESC
+            PARTITION BY lower(left(culprit, 10)), verdict
+            ORDER BY triaged_at DESC, to_status, triaged_by
         ) AS pick
     FROM triage
 )

@@ -1,9 +1,9 @@
 //! `lkplake-schemas`: the shared vocabulary of lkplake.
 //!
-//! The [`Report`], [`Mention`] and [`Link`] models that the ingest side produces and sends over Kafka as
-//! JSON ([`Message`]), their JSON Schema, the metric knowledge every stage needs (program prefix, how a change
-//! is printed, which way is better), and the canonical keys that make copies of one report
-//! recognisable. Pure: no I/O, no async, so every crate can depend on it cheaply.
+//! The [`Report`], [`Mention`] and [`Link`] models that the ingest side produces and sends
+//! over Kafka as JSON ([`Message`]), their JSON Schema, the metric knowledge every stage needs
+//! (program prefix, how a change is printed, which way is better), and the canonical keys that
+//! make copies of one report recognisable. Pure: no I/O, no async, so every crate can depend on it cheaply.
 
 #![warn(missing_docs)]
 

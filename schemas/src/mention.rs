@@ -183,6 +183,27 @@ mod tests {
     }
 
     #[test]
+    fn a_link_decodes_as_a_link_not_as_a_mention_or_a_report() {
+        let link = Link {
+            schema_version: crate::SCHEMA_VERSION,
+            link_key: "k".into(),
+            kind: crate::LinkKind::Fixes,
+            target: "1e8017bb4265".into(),
+            message_id: Some("<a@b>".into()),
+            date: None,
+            sender: None,
+            subject: Some("[PATCH] mm: x".into()),
+            patch_title: Some("mm: x".into()),
+            commit: None,
+            source: Source::file("m.mbox", 3),
+        };
+        let bytes = serde_json::to_vec(&link).unwrap_or_default();
+        let decoded = Message::decode(&bytes).ok();
+        assert_eq!(decoded, Some(Message::Link(Box::new(link))));
+        assert_eq!(decoded.map(|m| m.key().to_owned()), Some("k".to_owned()));
+    }
+
+    #[test]
     fn json_that_is_neither_reports_what_a_report_lacks() {
         let err = Message::decode(br#"{"schema_version":2}"#).err();
         assert!(

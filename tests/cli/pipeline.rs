@@ -1088,6 +1088,26 @@ fn a_patch_closing_a_report_then_its_applied_notice_and_a_revert_fix_the_regress
     assert!(listed[0].starts_with("fixed,mm/memcontrol,1e8017bb42651bb1dc84917b7864ae6159866b1d,"));
 }
 
+/// Each way a patch answers a culprit is enough on its own (tests/fixtures/fixes/README.md): a
+/// `Fixes:` trailer with a seven-digit hash, a `Closes:` trailer, a revert posted (not merged:
+/// fix-posted, not fixed).
+#[test]
+fn a_fixes_trailer_a_closes_trailer_or_a_revert_alone_is_a_fix_posted() {
+    let fixtures = root().join("tests/fixtures");
+    let report = fixtures.join("same-key/netperf-three-tests.eml");
+    for (mail, expected) in [
+        ("fixes-only.eml", "fix-posted,2026-07-12T08:00:00Z,,"),
+        ("closes-only.eml", "fix-posted,2026-07-13T09:00:00Z,,"),
+        ("revert.eml", "fix-posted,,2026-07-15T12:12:40Z,"),
+    ] {
+        let lake = temp_dir(&format!("fix-alone-{mail}"));
+        run_into(&lake, &[&report, &fixtures.join("fixes").join(mail)]);
+        let sql = "SELECT status, fix_posted, reverted, revert_merged FROM regressions \
+                   WHERE verdict = 'regression'";
+        assert_eq!(csv_rows(&lake, "sql", &[sql]), vec![expected], "{mail}");
+    }
+}
+
 /// Issue 37: the statuses are a function of the mail alone, not of the order it arrived in: the
 /// same five mails (tests/fixtures/fixes/README.md) rebuilt into a new lake one run each, the
 /// revert and the applied notice first and the report last, give the same `regressions` and

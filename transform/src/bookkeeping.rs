@@ -45,7 +45,7 @@ pub struct TransformSummary {
     pub tests_added: u64,
     /// Quoted copies in the lake replaced by their original.
     pub replaced_quoted: u64,
-    /// Messages that were neither a report nor a mention this version reads (not that JSON,
+    /// Messages that were no report, mention or link this version reads (not that JSON,
     /// or a newer `schema_version`), stored in the dead-letter topic before their offsets were
     /// recorded.
     pub dead_lettered: u64,

@@ -1,6 +1,6 @@
 //! Normalization: reports, mentions and links into Arrow record batches of the lake's
-//! `metrics`, `failures`, `mentions`, `links` and `reports` tables. Pure CPU work, run off the async runtime by
-//! the caller.
+//! `metrics`, `failures`, `mentions`, `links` and `reports` tables. Pure CPU work, run off the
+//! async runtime by the caller.
 
 use arrow::array::{
     ArrayRef, BooleanBuilder, Float64Builder, ListBuilder, RecordBatch, StringBuilder,
@@ -227,7 +227,7 @@ impl Tables {
     }
 }
 
-/// Accumulates reports and mentions into column builders; the `metrics` rows, most of the
+/// Accumulates reports, mentions and links into column builders; the `metrics` rows, most of the
 /// data, stay references into the reports until [`Normalizer::finish`] sorts them.
 #[derive(Debug, Default)]
 pub struct Normalizer<'a> {

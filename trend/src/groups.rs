@@ -5,9 +5,9 @@
 //! A change point says the series changed somewhere between its last observation before
 //! (`time_before`) and its first after (`time`), both included: the base and the head of one
 //! report share the report's time, so a step inside one report has a range of one instant.
-//! Points whose ranges overlap join one group,
-//! whose range shrinks to the intersection of theirs: the commit that did it is in every one
-//! of them. Each group names the robot's report of a culprit that starts one of its members'
+//! In order of where their ranges start, a point whose range meets the open group's joins it,
+//! and the group's range shrinks to the intersection: the commit that did it is in every
+//! member's range. Each group names the robot's report of a culprit that starts one of its members'
 //! ranges, when the lake holds one; a group without one is a change the robot did not mail.
 
 use crate::{Change, TrendError};

@@ -17,10 +17,12 @@ use lkplake_schemas::{Link, LinkKind, SCHEMA_VERSION, Source, link_key};
 use regex::Regex;
 use std::sync::LazyLock;
 
-/// The strings at least one of which the raw bytes of every mail with a link hold: the
-/// trailers, the revert and applied words, and `base64` (a body so encoded hides the others
-/// from a raw search), each in lower case, capitalized and upper case (`Closes:`, `closes:`,
-/// `CLOSES:`). Mixed case (`CLoses:`) is not looked for: matching any case made the search
+/// The strings at least one of which the raw bytes of a mail with a link hold: the trailers,
+/// the revert and applied words, and `base64` (a body so encoded hides the others from a raw
+/// search), each in lower case, capitalized and upper case (`Closes:`, `closes:`, `CLOSES:`).
+/// Not seen by a raw search: a quoted-printable soft break inside a word (the prefilter
+/// searches the decoded text too) and a subject encoded in base64 (read whatever the markers
+/// say); mixed case (`CLoses:`) is not looked for at all: matching any case made the search
 /// the slowest step of reading an archive (a case-insensitive automaton has no SIMD search;
 /// over linux-block it took half the time, BENCHMARKS.md "Links").
 pub const MARKERS: [&str; 6] = ["closes:", "link:", "fixes:", "revert", "applied", "base64"];
