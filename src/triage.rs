@@ -9,10 +9,9 @@
 use anyhow::{Context, bail};
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
-use datafusion::arrow::array::{
-    Array, AsArray, RecordBatch, StringArray, TimestampMicrosecondArray,
-};
+use datafusion::arrow::array::{Array, RecordBatch, StringArray, TimestampMicrosecondArray};
 use lkplake_lake::{LakeUrl, derived};
+use lkplake_query::columns::strings;
 use lkplake_query::{Engine, EngineConfig};
 use lkplake_schemas::tables::{TRIAGE, TRIAGE_TABLE};
 use std::sync::Arc;
@@ -151,13 +150,7 @@ async fn culprits(engine: &Engine, prefix: &str) -> anyhow::Result<Vec<Culprit>>
     let batches = engine.sql(&sql).await?.collect().await?;
     let mut out = Vec::new();
     for batch in &batches {
-        let column = |i: usize| -> anyhow::Result<StringArray> {
-            let cast = datafusion::arrow::compute::cast(
-                batch.column(i),
-                &datafusion::arrow::datatypes::DataType::Utf8,
-            )?;
-            Ok(cast.as_string::<i32>().clone())
-        };
+        let column = |i: usize| strings(batch.column(i));
         let (commit, verdict, status) = (column(0)?, column(1)?, column(2)?);
         for row in 0..batch.num_rows() {
             out.push(Culprit {

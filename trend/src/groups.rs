@@ -11,11 +11,10 @@
 //! ranges, when the lake holds one; a group without one is a change the robot did not mail.
 
 use crate::{Change, TrendError};
+use datafusion::arrow::array::UInt32Array;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray, TimestampMicrosecondArray};
-use datafusion::arrow::array::{UInt32Array, as_string_array};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::DataType;
 use lkplake_query::Engine;
+use lkplake_query::columns::strings;
 use lkplake_schemas::tables::CHANGE_GROUPS;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -64,9 +63,7 @@ pub async fn culprit_reports(engine: &Engine) -> Result<HashMap<String, String>,
                FROM reports WHERE kind IN ('regression', 'improvement') GROUP BY 1";
     let mut out = HashMap::new();
     for batch in engine.sql(sql).await?.collect().await? {
-        let culprit = cast(batch.column(0), &DataType::Utf8)?;
-        let report = cast(batch.column(1), &DataType::Utf8)?;
-        let (culprit, report) = (as_string_array(&culprit), as_string_array(&report));
+        let (culprit, report) = (strings(batch.column(0))?, strings(batch.column(1))?);
         for row in 0..batch.num_rows() {
             out.insert(culprit.value(row).to_owned(), report.value(row).to_owned());
         }
@@ -155,6 +152,7 @@ pub fn groups_batch(
 mod tests {
     use super::*;
     use crate::SeriesKey;
+    use datafusion::arrow::array::as_string_array;
 
     fn change(metric: &str, time_before: i64, time: i64, commit: &str, kind: &str) -> Change {
         Change {
