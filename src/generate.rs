@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use clap::Args;
-use lkplake_synth::{SynthConfig, generate, write_all};
+use lkplake_synth::{Lifecycle, SynthConfig, generate, lifecycle, write_all, write_lifecycle};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -11,6 +11,13 @@ pub struct GenArgs {
     /// How many reports (one mail file each).
     #[arg(long, env = "LKPLAKE_GEN_REPORTS", default_value_t = 1000)]
     pub reports: usize,
+    /// Instead of reports alone, write the regressions tracker's scenario: reports of six
+    /// culprits and the list mail that answers them (a reply quoting the robot's suggested
+    /// tags, a fix patch with `Closes:` and `Fixes:`, b4's applied notice, a revert, a report
+    /// that recovers a level), so that every status and every kind of link occurs. With
+    /// `--truth`, what the `regressions` view and the `links` table should then hold.
+    #[arg(long, conflicts_with_all = ["reports", "start_year", "years"])]
+    pub lifecycle: bool,
     /// Seed: the same seed gives byte-identical reports.
     #[arg(long, env = "LKPLAKE_GEN_SEED", default_value_t = 1)]
     pub seed: u64,
@@ -30,6 +37,9 @@ pub struct GenArgs {
 }
 
 pub fn run(args: &GenArgs) -> anyhow::Result<()> {
+    if args.lifecycle {
+        return run_lifecycle(args);
+    }
     let config = SynthConfig {
         reports: args.reports,
         seed: args.seed,
@@ -74,5 +84,67 @@ pub fn run(args: &GenArgs) -> anyhow::Result<()> {
         synth.steps.len(),
         args.out.display()
     );
+    Ok(())
+}
+
+fn run_lifecycle(args: &GenArgs) -> anyhow::Result<()> {
+    let scenario = lifecycle(args.seed);
+    write_lifecycle(&scenario, &args.out)
+        .with_context(|| format!("writing the lifecycle's mail to {}", args.out.display()))?;
+    if let Some(path) = &args.truth {
+        write_lifecycle_truth(&scenario, path)?;
+    }
+    eprintln!(
+        "lkplake gen: {} mails ({} culprits, {} links) in {}",
+        scenario.mails.len(),
+        scenario.culprits.len(),
+        scenario.links.len(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// One JSON line per culprit (`"table": "regressions"`) and per link (`"table": "links"`),
+/// named as the lake's columns are.
+fn write_lifecycle_truth(scenario: &Lifecycle, path: &std::path::Path) -> anyhow::Result<()> {
+    let mut file = std::io::BufWriter::new(
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+    );
+    for c in &scenario.culprits {
+        let line = serde_json::json!({
+            "table": "regressions",
+            "commit": c.commit,
+            "commit_title": c.title,
+            "verdict": c.verdict.as_str(),
+            "status": c.status,
+            "reports": c.reports,
+            "testcases": c.testcases,
+            "machines": c.machines,
+            "replies": c.replies,
+            "fix_posted": c.fix_posted.as_ref().map(|(d, _)| d.to_rfc3339()),
+            "fix_title": c.fix_posted.as_ref().map(|(_, t)| t),
+            "fix_commit": c.fix_merged.as_ref().map(|(commit, _)| commit),
+            "fix_merged": c.fix_merged.as_ref().map(|(_, d)| d.to_rfc3339()),
+            "reverted": c.reverted.map(|d| d.to_rfc3339()),
+            "recovered_by": c.recovered_by.as_ref().map(|(id, _)| id),
+            "recovered_commit": c.recovered_by.as_ref().map(|(_, commit)| commit),
+        });
+        writeln!(file, "{line}")?;
+    }
+    for l in &scenario.links {
+        let line = serde_json::json!({
+            "table": "links",
+            "kind": l.kind,
+            "target": l.target,
+            "message_id": l.message_id,
+            "date": l.date.to_rfc3339(),
+            "sender": l.sender,
+            "subject": l.subject,
+            "patch_title": l.patch_title,
+            "commit": l.commit,
+        });
+        writeln!(file, "{line}")?;
+    }
+    file.flush()?;
     Ok(())
 }

@@ -38,6 +38,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::LazyLock;
 
+mod lifecycle;
+pub use lifecycle::{
+    Lifecycle, PlantedCulprit, PlantedLink, PlantedMail, lifecycle, write_lifecycle,
+};
+
 /// What to generate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SynthConfig {
@@ -110,6 +115,9 @@ pub struct SynthReport {
     pub tbox_group: String,
     /// The commit under test, 40 hex digits.
     pub commit_id: String,
+    /// Its title as the commit line prints it (a patch from the list: without the
+    /// `[PATCH v2 1/3]` tag).
+    pub commit_title: String,
     /// The commit it is compared against, 40 hex digits (tables print its first 10).
     pub base_commit_id: String,
     /// Canonical parameters of the main test.
@@ -164,9 +172,16 @@ pub struct Synth {
 
 /// Writes each report to its own file `dir/<file_name>`, creating `dir` if needed.
 pub fn write_all(synth: &Synth, dir: &Path) -> std::io::Result<()> {
+    write_files(dir, synth.reports.iter().map(|r| (&r.file_name, &r.text)))
+}
+
+fn write_files<'a>(
+    dir: &Path,
+    files: impl Iterator<Item = (&'a String, &'a String)>,
+) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    for report in &synth.reports {
-        std::fs::write(dir.join(&report.file_name), report.text.as_bytes())?;
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text.as_bytes())?;
     }
     Ok(())
 }
@@ -3094,9 +3109,18 @@ pub fn generate(config: &SynthConfig) -> Synth {
                 )
             })
             .collect();
-        reports.push(render_report(i, slot, format, &jobs, &tests, &mut rng));
+        reports.push(render_report(
+            i, slot, format, &jobs, &tests, None, &mut rng,
+        ));
     }
     Synth { reports, steps }
+}
+
+/// A commit the caller chose for a report (the lifecycle scenario sends several reports of one
+/// culprit); the report is then never one of a patch from the list.
+struct Culprit<'a> {
+    commit: &'a str,
+    title: &'a str,
 }
 
 /// Writes one mail around its rendered tables.
@@ -3106,6 +3130,7 @@ fn render_report(
     format: SynthFormat,
     jobs: &[Job],
     tests: &[TestOut],
+    culprit: Option<&Culprit<'_>>,
     rng: &mut Rng,
 ) -> SynthReport {
     let tz = china();
@@ -3128,6 +3153,11 @@ fn render_report(
     ]);
     let title = commit_title(rng, area);
     let base_title = commit_title(rng, area);
+    // Drawn either way, so that a chosen culprit leaves every later draw where it was.
+    let (head, title) = match culprit {
+        Some(c) => (c.commit.to_owned(), c.title.to_owned()),
+        None => (head, title),
+    };
     let tag = title.split(':').next().unwrap_or("mm").to_owned();
     let first = *rng.pick(FIRST_NAMES);
     let last = *rng.pick(LAST_NAMES);
@@ -3138,7 +3168,7 @@ fn render_report(
         rng.pick(MAIL_DOMAINS)
     );
     let roll = rng.unit();
-    let patch = roll < 0.15;
+    let patch = roll < 0.15 && culprit.is_none();
     let branch: &Branch = if roll < 0.5 {
         &BRANCHES[0]
     } else if roll < 0.75 {
@@ -3480,6 +3510,7 @@ fn render_report(
         testcase: main_job.testcase.name.to_owned(),
         tbox_group: main_job.machine.tbox.to_owned(),
         commit_id: head,
+        commit_title: title,
         base_commit_id: base,
         params: main_job.params_key.clone(),
         message_id,

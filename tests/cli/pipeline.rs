@@ -2213,3 +2213,148 @@ fn sigterm_to_ingest_mid_input_prints_what_was_not_read_and_a_rerun_loses_and_do
     p.transform_until_idle();
     assert_each_report_once(&p, &e);
 }
+
+/// Issue 37, acceptance: `lkplake gen --lifecycle` plants a whole lifecycle (a culprit with two
+/// reports on two tests and machines, a reply quoting the suggested tags, a fix with `Closes:`
+/// and `Fixes:`, b4's applied notice, a revert, a report recovering a level, a lasting
+/// improvement, a regression nobody answers). What each mail states is checked against the
+/// mail text here; the lake then holds exactly those `links` rows and those `regressions`.
+#[test]
+fn a_generated_lifecycle_gives_each_culprit_the_status_its_mail_states() {
+    let dir = temp_dir("lifecycle-mail");
+    generate(&dir, &["--lifecycle", "--seed", "7"]);
+    let scenario = lkplake_synth::lifecycle(7);
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .map(|e| e.unwrap_or_else(|e| panic!("{e}")).path())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files.len(),
+        11,
+        "seven reports, a reply, a fix, a revert, a notice"
+    );
+    let texts: Vec<String> = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    let mail = |id: &str| -> &str {
+        let mine: Vec<&String> = texts
+            .iter()
+            .filter(|t| t.contains(&format!("\nMessage-ID: {id}\n")))
+            .collect();
+        assert_eq!(mine.len(), 1, "one mail is {id}");
+        mine[0]
+    };
+    let date_of = |text: &str| -> String {
+        let line = text.lines().find_map(|l| l.strip_prefix("Date: "));
+        let date = chrono::DateTime::parse_from_rfc2822(line.unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        date.with_timezone(&chrono::Utc)
+            .format("%Y-%m-%dT%H:%M:%SZ")
+            .to_string()
+    };
+    let utc = |d: &chrono::DateTime<chrono::Utc>| d.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+
+    // What the mail says: each link's line is in its mail, dated by its Date header; the
+    // reply's quoted `| Closes:` box is the only other `Closes:` and names no link.
+    let mut expected_links = Vec::new();
+    for link in &scenario.links {
+        let text = mail(&link.message_id);
+        let line = match link.kind {
+            "closes" => format!(
+                "\nCloses: https://lore.kernel.org/oe-lkp/{}\n",
+                link.target.trim_matches(['<', '>'])
+            ),
+            "fixes" => format!("\nFixes: {} (\"", link.target),
+            "applied" => format!("\n      commit: {}\n", link.target),
+            "revert" => format!(
+                "\nThis reverts commit {}.\n",
+                link.commit.clone().unwrap_or_default()
+            ),
+            other => panic!("no such kind {other}"),
+        };
+        assert!(text.contains(&line), "{} states {line:?}", link.message_id);
+        assert_eq!(date_of(text), utc(&link.date));
+        expected_links.push(serde_json::json!({
+            "kind": link.kind,
+            "target": link.target,
+            "message_id": link.message_id,
+            "date": date_of(text),
+            "sender": text.lines().find_map(|l| l.strip_prefix("From: ")),
+            "subject": link.subject,
+            "patch_title": link.patch_title,
+            "commit": link.commit,
+        }));
+    }
+    assert_eq!(
+        texts
+            .iter()
+            .filter(|t| t.contains("\n> | Closes: https://lore"))
+            .count(),
+        1,
+        "one reply quotes the box"
+    );
+
+    let lake = temp_dir("lifecycle-lake");
+    let paths: Vec<&Path> = files.iter().map(std::path::PathBuf::as_path).collect();
+    let stderr = run_into(&lake, &paths);
+    assert!(stderr.contains("1 mentions, 4 links"), "{stderr}");
+    let links = crate::common::sql_json(
+        &lake,
+        "SELECT kind, target, message_id, date, sender, subject, patch_title, commit \
+         FROM links ORDER BY kind, target",
+    );
+    assert_eq!(links, expected_links);
+
+    let mut expected = Vec::new();
+    for c in &scenario.culprits {
+        for id in &c.reports {
+            assert!(
+                mail(id).contains(&format!("\ncommit: {} (\"{}\")\n", c.commit, c.title)),
+                "{id} names {}",
+                c.commit
+            );
+        }
+        let recovered_report = c.recovered_by.as_ref().map(|(id, _)| {
+            let keys = crate::common::sql_json(
+                &lake,
+                &format!(
+                    "SELECT report_key FROM reports WHERE message_id = '{id}' AND test_index = 0"
+                ),
+            );
+            keys[0]["report_key"].clone()
+        });
+        expected.push(serde_json::json!({
+            "commit": c.commit,
+            "commit_title": c.title,
+            "verdict": c.verdict.as_str(),
+            "status": c.status,
+            "reports": c.reports.len(),
+            "testcases": c.testcases,
+            "machines": c.machines,
+            "replies": c.replies,
+            "fix_posted": c.fix_posted.as_ref().map(|(d, _)| utc(d)),
+            "fix_title": c.fix_posted.as_ref().map(|(_, t)| t),
+            "fix_commit": c.fix_merged.as_ref().map(|(commit, _)| commit),
+            "fix_merged": c.fix_merged.as_ref().map(|(_, d)| utc(d)),
+            "reverted": c.reverted.as_ref().map(utc),
+            "recovered_commit": c.recovered_by.as_ref().map(|(_, commit)| commit),
+            "recovered_report": recovered_report,
+        }));
+    }
+    let statuses: Vec<&str> = scenario.culprits.iter().map(|c| c.status).collect();
+    for status in ["open", "fix-posted", "fixed", "recovered", "improvement"] {
+        assert!(
+            statuses.contains(&status),
+            "{status} is planted: {statuses:?}"
+        );
+    }
+    let regressions = crate::common::sql_json(
+        &lake,
+        "SELECT commit, commit_title, verdict, status, reports, array_sort(testcases) AS testcases, \
+         array_sort(machines) AS machines, replies, fix_posted, fix_title, fix_commit, fix_merged, \
+         reverted, recovered_commit, recovered_report FROM regressions ORDER BY commit",
+    );
+    assert_eq!(regressions, expected);
+}
