@@ -1246,6 +1246,71 @@ fn triage_by_hand_stands_over_the_automatic_status_and_keeps_its_history() {
         .map(|l| l.replace('|', ","))
         .collect();
     assert_eq!(rows, expected);
+
+    // No mail holds these rows: a lake rebuilt from the same mail gets them from an export,
+    // once however often it is imported, and then says the same as the first lake.
+    let file = temp_dir("triage-export").join("triage.jsonl");
+    let file_arg = file.to_string_lossy().into_owned();
+    let out = triage(&["--export", &file_arg]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    let who: Vec<(&str, &str, &str)> = lines
+        .iter()
+        .map(|l| {
+            let field = |name: &str| l[name].as_str().unwrap_or_default();
+            (
+                field("triaged_by"),
+                field("from_status"),
+                field("to_status"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        who,
+        [
+            ("Shakeel Butt", "open", "investigating"),
+            ("Roman Gushchin", "investigating", "invalid")
+        ]
+    );
+    let rebuilt = temp_dir("triage-rebuilt-lake");
+    run_into(
+        &rebuilt,
+        &[&root().join("tests/fixtures/same-key/netperf-three-tests.eml")],
+    );
+    let rebuilt_arg = rebuilt.to_string_lossy().into_owned();
+    for held in ["0", "2"] {
+        let out = lkplake(
+            &["triage", "--lake", &rebuilt_arg, "--import", &file_arg],
+            None,
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let imported = if held == "0" { "2" } else { "0" };
+        assert!(
+            stderr.contains(&format!(
+                "{imported} rows imported from {file_arg}, {held} held already"
+            )),
+            "{stderr}"
+        );
+    }
+    for sql in [
+        "SELECT * FROM regressions ORDER BY commit, verdict",
+        "SELECT * FROM triage ORDER BY triaged_at",
+    ] {
+        assert_eq!(
+            crate::common::sql_json(&rebuilt, sql),
+            crate::common::sql_json(&lake, sql),
+            "{sql}"
+        );
+    }
 }
 
 /// Issue 37, item 2: a regression (a real report, tests/fixtures/same-key) and a later report on
