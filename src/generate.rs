@@ -16,7 +16,8 @@ pub struct GenArgs {
     /// tags, a fix patch with `Closes:` and `Fixes:`, b4's applied notice, a revert, a report
     /// that recovers a level), so that every status and every kind of link occurs. With
     /// `--truth`, what the `regressions` view and the `links` table should then hold.
-    #[arg(long, conflicts_with_all = ["reports", "start_year", "years"])]
+    /// (`--reports` is ignored: the scenario has its own.)
+    #[arg(long, conflicts_with_all = ["start_year", "years"])]
     pub lifecycle: bool,
     /// Seed: the same seed gives byte-identical reports.
     #[arg(long, env = "LKPLAKE_GEN_SEED", default_value_t = 1)]
@@ -30,8 +31,8 @@ pub struct GenArgs {
     /// Directory to write the reports to (created when missing).
     #[arg(long)]
     pub out: PathBuf,
-    /// Also write the planted steps in level (the ground truth for trend analysis) as JSON
-    /// lines to this file.
+    /// Also write the truth as JSON lines to this file: the planted steps in level (for trend
+    /// analysis), or with `--lifecycle` the `regressions` and `links` rows to expect.
     #[arg(long)]
     pub truth: Option<PathBuf>,
 }
@@ -105,8 +106,11 @@ fn run_lifecycle(args: &GenArgs) -> anyhow::Result<()> {
 }
 
 /// One JSON line per culprit (`"table": "regressions"`) and per link (`"table": "links"`),
-/// named as the lake's columns are.
+/// with the lake's column names where the lake has the value; the reports are named by their
+/// Message-IDs (`report_message_ids`, `recovered_report_message_id`), which the mail shows.
 fn write_lifecycle_truth(scenario: &Lifecycle, path: &std::path::Path) -> anyhow::Result<()> {
+    let utc =
+        |d: &chrono::DateTime<chrono::Utc>| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let mut file = std::io::BufWriter::new(
         std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
     );
@@ -117,17 +121,18 @@ fn write_lifecycle_truth(scenario: &Lifecycle, path: &std::path::Path) -> anyhow
             "commit_title": c.title,
             "verdict": c.verdict.as_str(),
             "status": c.status,
-            "reports": c.reports,
+            "reports": c.reports.len(),
+            "report_message_ids": c.reports,
             "testcases": c.testcases,
             "machines": c.machines,
             "replies": c.replies,
-            "fix_posted": c.fix_posted.as_ref().map(|(d, _)| d.to_rfc3339()),
+            "fix_posted": c.fix_posted.as_ref().map(|(d, _)| utc(d)),
             "fix_title": c.fix_posted.as_ref().map(|(_, t)| t),
             "fix_commit": c.fix_merged.as_ref().map(|(commit, _)| commit),
-            "fix_merged": c.fix_merged.as_ref().map(|(_, d)| d.to_rfc3339()),
-            "reverted": c.reverted.map(|d| d.to_rfc3339()),
-            "recovered_by": c.recovered_by.as_ref().map(|(id, _)| id),
+            "fix_merged": c.fix_merged.as_ref().map(|(_, d)| utc(d)),
+            "reverted": c.reverted.as_ref().map(utc),
             "recovered_commit": c.recovered_by.as_ref().map(|(_, commit)| commit),
+            "recovered_report_message_id": c.recovered_by.as_ref().map(|(id, _)| id),
         });
         writeln!(file, "{line}")?;
     }
@@ -137,7 +142,7 @@ fn write_lifecycle_truth(scenario: &Lifecycle, path: &std::path::Path) -> anyhow
             "kind": l.kind,
             "target": l.target,
             "message_id": l.message_id,
-            "date": l.date.to_rfc3339(),
+            "date": utc(&l.date),
             "sender": l.sender,
             "subject": l.subject,
             "patch_title": l.patch_title,

@@ -12,7 +12,7 @@
 //! mail into a new lake (and a file of them can be kept beside the archives).
 
 use anyhow::{Context, bail};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use clap::{Args, ValueEnum};
 use datafusion::arrow::array::{Array, RecordBatch, StringArray, TimestampMicrosecondArray};
 use lkplake_lake::{LakeUrl, derived};
@@ -293,9 +293,11 @@ impl Entry {
             return Err(format!("to_status {to:?} is not a status a person gives"));
         }
         let stamp = required("triaged_at")?;
+        // The table keeps microseconds: a finer time would never equal the row it became.
         let at = DateTime::parse_from_rfc3339(&stamp)
             .map_err(|e| format!("triaged_at {stamp:?}: {e}"))?
-            .with_timezone(&Utc);
+            .with_timezone(&Utc)
+            .trunc_subsecs(6);
         let fix = field("fix_commit")?
             .map(|f| commit_id("fix_commit", &f).map_err(|e| e.to_string()))
             .transpose()?;
@@ -338,7 +340,12 @@ async fn export(args: &TriageArgs, path: &Path) -> anyhow::Result<bool> {
         text.push('\n');
     }
     if path.as_os_str() == "-" {
-        print!("{text}");
+        // Not `print!`, which panics on a closed pipe (`--export - | head`).
+        use std::io::Write as _;
+        std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .context("writing the triage history to standard output")?;
     } else {
         tokio::fs::write(path, text)
             .await
@@ -361,9 +368,9 @@ async fn import(args: &TriageArgs, path: &Path) -> anyhow::Result<bool> {
     let engine = Engine::open(&args.lake, &EngineConfig::default()).await?;
     let held = history(&engine).await?;
     let mut new: Vec<Entry> = Vec::new();
-    for row in rows {
-        if !held.contains(&row) && !new.contains(&row) {
-            new.push(row);
+    for row in &rows {
+        if !held.contains(row) && !new.contains(row) {
+            new.push(row.clone());
         }
     }
     if !new.is_empty() {
@@ -373,7 +380,7 @@ async fn import(args: &TriageArgs, path: &Path) -> anyhow::Result<bool> {
         "lkplake triage: {} rows imported from {}, {} held already",
         new.len(),
         path.display(),
-        held.len()
+        rows.len() - new.len()
     );
     Ok(true)
 }
@@ -579,7 +586,9 @@ mod tests {
                  \"verdict\":\"regression\"}}"
             )
         );
-        assert_eq!(Entry::from_json(&line), Ok(row));
+        assert_eq!(Entry::from_json(&line), Ok(row.clone()));
+        let finer = line.replace(".123456Z", ".123456789Z");
+        assert_eq!(Entry::from_json(&finer), Ok(row), "kept to the microsecond");
     }
 
     #[test]

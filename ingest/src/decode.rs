@@ -249,6 +249,8 @@ fn decode_mail(bytes: &[u8]) -> Option<Document> {
 
 /// A plain mail's [`Document`] with `body` as its text: only the header fields are decoded
 /// (the prefilter found the body needs no decoding, [`crate::prefilter::Plain::Links`]).
+/// `bytes` must start with a header block the prefilter read whole (a blank line ends it, every
+/// line a field or a continuation): only the fields [`with_headers`] reads are parsed.
 pub fn decode_headers(bytes: &[u8], body: String) -> Option<Document> {
     Some(with_headers(
         &MAIL_PARSER.parse_headers(&wanted_fields(bytes))?,
@@ -484,6 +486,47 @@ pub fn collapse_whitespace(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headers_read_from_the_six_fields_alone_equal_those_of_the_whole_block() {
+        let mail = b"ARC-Seal: i=1; a=rsa-sha256; d=subspace.kernel.org; s=arc-20240116;\r\n\
+            \tt=1751932210; cv=none; b=AbCdEf\r\n\
+            Received: from a by b; Tue, 8 Jul 2025 00:00:00 +0000\r\n\
+            Received: from c by d; Tue, 8 Jul 2025 00:00:01 +0000\r\n\
+            DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=linux.dev;\r\n\
+            \th=from:to:subject:date:message-id; bh=xyz=\r\n\
+            From: =?UTF-8?Q?Ren=C3=A9_M=C3=BCller?= <rene@linux.dev>\r\n\
+            Subject: Re: [PATCH v2] mm/memcontrol: drain the stock\r\n\
+            \tbefore a =?UTF-8?Q?remote=C2=A0charge?=\r\n\
+            Date: Fri, 10 Jul 2026 18:02:11 -0700\r\n\
+            Message-ID: <20260711010211.4021-1-rene@linux.dev>\r\n\
+            In-Reply-To: <202607090957.6713a660-lkp@intel.com>\r\n\
+            References: <202607090957.6713a660-lkp@intel.com>\r\n\
+            \t<87a5b6c7d8.fsf@linux.dev>\r\n\
+            X-Mailing-List: cgroups@vger.kernel.org\r\n\
+            MIME-Version: 1.0\r\n\
+            Content-Type: text/plain\r\n\
+            \r\n\
+            Closes: https://lore.kernel.org/oe-lkp/202607090957.6713a660-lkp@intel.com\r\n";
+        let reduced = wanted_fields(mail);
+        assert!(
+            !reduced.windows(4).any(|w| w == b"DKIM"),
+            "only the six fields"
+        );
+        let full = decode(mail);
+        let light = decode_headers(mail, full.body.clone());
+        assert_eq!(light.as_ref(), Some(&full));
+        assert_eq!(
+            full.subject.as_deref(),
+            // The fold and the encoded no-break space are collapsed to one space each.
+            Some("Re: [PATCH v2] mm/memcontrol: drain the stock before a remote charge")
+        );
+        assert_eq!(
+            full.sender.as_deref(),
+            Some("Ren\u{e9} M\u{fc}ller <rene@linux.dev>")
+        );
+        assert_eq!(full.references.len(), 2);
+    }
 
     #[test]
     fn quoted_printable_plusminus_decodes() {

@@ -1,6 +1,6 @@
 //! The regressions tracker's scenario (`lkplake gen --lifecycle`): the robot's reports and the
-//! list mail that answers them, planted so that every status of the `regressions` view and
-//! every kind of `links` row occurs once, with the truth a test compares the lake against.
+//! list mail that answers them, planted so that every automatic status of the `regressions`
+//! view and every kind of `links` row occurs, with the truth a test compares the lake against.
 //!
 //! The story, in date order (all in the robot's modern layout, in 2025):
 //! - culprit A regresses two tests on two machines: two reports;
@@ -13,7 +13,8 @@
 //! - b4's applied notice names the fix's commit F: A is fixed;
 //! - a later report of commit G on E's test goes the other way, back to the level before E: E
 //!   is recovered (and G is an improvement of its own);
-//! - nobody answers D: it stays open.
+//! - nobody answers D: it stays open; a later regression H of D's test gets a reply and no
+//!   fix: it is discussed.
 
 use super::*;
 use chrono::Duration;
@@ -118,21 +119,17 @@ pub fn lifecycle(seed: u64) -> Lifecycle {
         levels: &mut levels,
         mails: Vec::new(),
     };
-
-    let a = story.culprit();
-    let b = story.culprit();
-    let c = story.culprit();
-    let d = story.culprit();
-    let e = story.culprit();
-    let g = story.culprit();
+    let [a, b, c, d, e, g, h] = std::array::from_fn(|_| story.culprit());
     let a1 = story.report(0, &a, Kind::Regression, at(0, 0));
     let a2 = story.report(1, &a, Kind::Regression, at(0, 328));
     let rb = story.report(2, &b, Kind::Regression, at(1, 52));
     let rc = story.report(3, &c, Kind::Improvement, at(1, 437));
     let rd = story.report(4, &d, Kind::Regression, at(2, 119));
     let re = story.report(5, &e, Kind::Regression, at(2, 547));
-
+    // On D's test, later: a second regression of that series, which only gets a reply.
+    let rh = story.report(4, &h, Kind::Regression, at(3, 200));
     story.reply(&a1, at(3, 868));
+    story.reply(&rh, at(4, 95));
     let fixer = story.person();
     let fix_title = commit_title(&mut story.rng, Area::Mm);
     let fix = story.fix_patch(&fixer, &fix_title, &a1, &a, at(5, 0));
@@ -142,24 +139,7 @@ pub fn lifecycle(seed: u64) -> Lifecycle {
     let applied = story.applied(&fix, &fix_title, &f, at(8, 1185));
     let rg = story.recovery(5, &g, at(20, 80));
 
-    let fix_links = [
-        ("closes", a1.message_id.clone()),
-        ("fixes", a.commit[..12].to_owned()),
-    ];
-    let mut links: Vec<PlantedLink> = fix_links
-        .into_iter()
-        .map(|(kind, target)| fix.link(kind, target, &fix_title, None))
-        .collect();
-    links.push(applied.link("applied", f.clone(), &fix_title, Some(f.clone())));
-    let revert_title = format!("Revert \"{}\"", b.title);
-    links.push(revert.link(
-        "revert",
-        b.title.clone(),
-        &revert_title,
-        Some(b.commit.clone()),
-    ));
-    links.sort_by(|x, y| (x.kind, &x.target).cmp(&(y.kind, &y.target)));
-
+    let links = planted_links(&a1, &a, &b, (&fix, &fix_title), &revert, (&applied, &f));
     let planted = |c: &Pick, verdict, status, reports: &[&Report]| PlantedCulprit {
         commit: c.commit.clone(),
         title: c.title.clone(),
@@ -192,6 +172,10 @@ pub fn lifecycle(seed: u64) -> Lifecycle {
             ..planted(&e, Kind::Regression, "recovered", &[&re])
         },
         planted(&g, Kind::Improvement, "improvement", &[&rg]),
+        PlantedCulprit {
+            replies: 1,
+            ..planted(&h, Kind::Regression, "discussed", &[&rh])
+        },
     ];
     culprits.sort_by(|x, y| x.commit.cmp(&y.commit));
     let mut mails = story.mails;
@@ -204,6 +188,38 @@ pub fn lifecycle(seed: u64) -> Lifecycle {
         culprits,
         links,
     }
+}
+
+/// The links the patches and the notice state: the fix closes A's first report and names A in
+/// `Fixes:`, the notice names the fix's commit, the revert names B. (The replies quote the
+/// robot's suggested `| Closes:` and state none.)
+fn planted_links(
+    first_report: &Report,
+    fixed: &Pick,
+    reverted: &Pick,
+    (fix, fix_title): (&Sent, &str),
+    revert: &Sent,
+    (applied, commit): (&Sent, &str),
+) -> Vec<PlantedLink> {
+    let revert_title = format!("Revert \"{}\"", reverted.title);
+    let mut links = vec![
+        fix.link("closes", first_report.message_id.clone(), fix_title, None),
+        fix.link("fixes", fixed.commit[..12].to_owned(), fix_title, None),
+        applied.link(
+            "applied",
+            commit.to_owned(),
+            fix_title,
+            Some(commit.to_owned()),
+        ),
+        revert.link(
+            "revert",
+            reverted.title.clone(),
+            &revert_title,
+            Some(reverted.commit.clone()),
+        ),
+    ];
+    links.sort_by(|x, y| (x.kind, &x.target).cmp(&(y.kind, &y.target)));
+    links
 }
 
 fn sorted(items: impl Iterator<Item = String>) -> Vec<String> {

@@ -1311,6 +1311,33 @@ fn triage_by_hand_stands_over_the_automatic_status_and_keeps_its_history() {
             "{sql}"
         );
     }
+    // A lake with a row of its own: the file's two rows are counted as held, not the lake's.
+    let out = lkplake(
+        &[
+            "triage",
+            "--lake",
+            &rebuilt_arg,
+            "1e8017bb42",
+            "--status",
+            "wontfix",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = lkplake(
+        &["triage", "--lake", &rebuilt_arg, "--import", &file_arg],
+        None,
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains(&format!("0 rows imported from {file_arg}, 2 held already")),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Issue 37, item 2: a regression (a real report, tests/fixtures/same-key) and a later report on
@@ -2287,7 +2314,17 @@ fn sigterm_to_ingest_mid_input_prints_what_was_not_read_and_a_rerun_loses_and_do
 #[test]
 fn a_generated_lifecycle_gives_each_culprit_the_status_its_mail_states() {
     let dir = temp_dir("lifecycle-mail");
-    generate(&dir, &["--lifecycle", "--seed", "7"]);
+    let truth = temp_dir("lifecycle-truth").join("truth.jsonl");
+    generate(
+        &dir,
+        &[
+            "--lifecycle",
+            "--seed",
+            "7",
+            "--truth",
+            &truth.to_string_lossy(),
+        ],
+    );
     let scenario = lkplake_synth::lifecycle(7);
     let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{e}"))
@@ -2296,8 +2333,8 @@ fn a_generated_lifecycle_gives_each_culprit_the_status_its_mail_states() {
     files.sort();
     assert_eq!(
         files.len(),
-        11,
-        "seven reports, a reply, a fix, a revert, a notice"
+        13,
+        "eight reports, two replies, a fix, a revert, a notice"
     );
     let texts: Vec<String> = files
         .iter()
@@ -2357,14 +2394,14 @@ fn a_generated_lifecycle_gives_each_culprit_the_status_its_mail_states() {
             .iter()
             .filter(|t| t.contains("\n> | Closes: https://lore"))
             .count(),
-        1,
-        "one reply quotes the box"
+        2,
+        "both replies quote the box"
     );
 
     let lake = temp_dir("lifecycle-lake");
     let paths: Vec<&Path> = files.iter().map(std::path::PathBuf::as_path).collect();
     let stderr = run_into(&lake, &paths);
-    assert!(stderr.contains("1 mentions, 4 links"), "{stderr}");
+    assert!(stderr.contains("2 mentions, 4 links"), "{stderr}");
     let links = crate::common::sql_json(
         &lake,
         "SELECT kind, target, message_id, date, sender, subject, patch_title, commit \
@@ -2409,10 +2446,17 @@ fn a_generated_lifecycle_gives_each_culprit_the_status_its_mail_states() {
         }));
     }
     let statuses: Vec<&str> = scenario.culprits.iter().map(|c| c.status).collect();
-    for status in ["open", "fix-posted", "fixed", "recovered", "improvement"] {
+    for status in [
+        "open",
+        "discussed",
+        "fix-posted",
+        "fixed",
+        "recovered",
+        "improvement",
+    ] {
         assert!(
             statuses.contains(&status),
-            "{status} is planted: {statuses:?}"
+            "the scenario plants {status}: {statuses:?}"
         );
     }
     let regressions = crate::common::sql_json(
@@ -2422,4 +2466,45 @@ fn a_generated_lifecycle_gives_each_culprit_the_status_its_mail_states() {
          reverted, recovered_commit, recovered_report FROM regressions ORDER BY commit",
     );
     assert_eq!(regressions, expected);
+    // `--truth` writes the same culprits and links, named as the lake's columns.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&truth)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    let pick = |row: &serde_json::Value, columns: &[&str]| -> serde_json::Value {
+        columns
+            .iter()
+            .map(|c| ((*c).to_owned(), row[*c].clone()))
+            .collect()
+    };
+    let of = |table: &str, columns: &[&str]| -> Vec<serde_json::Value> {
+        lines
+            .iter()
+            .filter(|l| l["table"] == table)
+            .map(|l| pick(l, columns))
+            .collect()
+    };
+    let columns = [
+        "commit",
+        "verdict",
+        "status",
+        "reports",
+        "fix_posted",
+        "fix_merged",
+        "reverted",
+    ];
+    let from_lake: Vec<serde_json::Value> = regressions.iter().map(|r| pick(r, &columns)).collect();
+    assert_eq!(of("regressions", &columns), from_lake);
+    let columns = [
+        "kind",
+        "target",
+        "message_id",
+        "date",
+        "sender",
+        "patch_title",
+        "commit",
+    ];
+    let from_lake: Vec<serde_json::Value> = links.iter().map(|r| pick(r, &columns)).collect();
+    assert_eq!(of("links", &columns), from_lake);
 }
