@@ -250,7 +250,7 @@ fn decode_mail(bytes: &[u8]) -> Option<Document> {
 /// A plain mail's [`Document`] with `body` as its text: only the header fields are decoded
 /// (the prefilter found the body needs no decoding, [`crate::prefilter::Plain::Links`]).
 /// `bytes` must start with a header block the prefilter read whole (a blank line ends it, every
-/// line a field or a continuation): only the fields [`with_headers`] reads are parsed.
+/// line a field or a continuation): only the six fields a document holds are parsed.
 pub fn decode_headers(bytes: &[u8], body: String) -> Option<Document> {
     Some(with_headers(
         &MAIL_PARSER.parse_headers(&wanted_fields(bytes))?,
