@@ -95,6 +95,7 @@ pub async fn run(args: &ServeArgs, shutdown: &Shutdown) -> anyhow::Result<()> {
             memory_limit: Some(args.memory_limit),
             target_partitions: None,
             query_threads: args.query_threads,
+            keep_views: true,
         },
         http: args.http,
         exporter: ExporterConfig {

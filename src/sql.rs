@@ -50,6 +50,7 @@ pub async fn run(args: &SqlArgs) -> anyhow::Result<bool> {
         memory_limit: args.memory_limit,
         target_partitions: None,
         query_threads: None,
+        keep_views: false,
     };
     let engine = Engine::open(&args.lake, &config).await?;
     match &args.sql {

@@ -61,6 +61,11 @@ pub struct EngineConfig {
     /// the caller's runtime instead, as lkplake did before it had an executor: only for
     /// comparing the two (`infra/bench/scrape-under-load.sh`).
     pub query_threads: Option<usize>,
+    /// Keeps the views every dashboard refresh reads ([`crate::materialized`]) per lake
+    /// version: for a server, whose clients ask the same again and again. A one-shot command
+    /// leaves it off, as the first scan computes the whole view where a query's filters would
+    /// have read a part of the lake.
+    pub keep_views: bool,
 }
 
 fn cores() -> usize {
@@ -245,7 +250,15 @@ impl Engine {
             let state = scratch.state();
             let plan = state.statement_to_plan(statement).await.map_err(fail)?;
             scratch.execute_logical_plan(plan).await.map_err(fail)?;
-            let provider = scratch.table_provider(view).await.map_err(fail)?;
+            let mut provider = scratch.table_provider(view).await.map_err(fail)?;
+            if self.config.keep_views && crate::materialized::MATERIALIZED_VIEWS.contains(&view) {
+                // Registered again, so the views planned after it read the kept rows too.
+                provider = crate::materialized::Materialized::wrap(provider, self.ctx.state());
+                scratch.deregister_table(view).map_err(fail)?;
+                scratch
+                    .register_table(view, Arc::clone(&provider))
+                    .map_err(fail)?;
+            }
             entries.insert(view.to_owned(), provider);
         }
         self.schema.publish(Published { entries, health });

@@ -17,6 +17,7 @@ pub mod error;
 pub mod executor;
 pub mod format;
 pub mod limit;
+pub mod materialized;
 pub mod policy;
 
 pub use engine::{Engine, EngineConfig};

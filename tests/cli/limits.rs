@@ -130,6 +130,52 @@ fn a_suspended_portal_gives_its_running_slot_back_until_it_is_read_again() {
     assert_eq!(got["rest"], serde_json::json!([3, 4, 5]), "{got:#}");
 }
 
+/// Issue 38: a statement that reads no lake table (SELECT 1, SET, SHOW, a catalog query) never
+/// queues behind the statements holding the running turns; one that reads the lake does.
+#[test]
+fn statements_that_read_no_lake_table_do_not_wait_for_a_running_turn() {
+    let lake = seed_lake("limits-no-turn");
+    let server = Server::start(&lake, &["--max-running", "1"]);
+    let got = check(&server, "no-turn", &[]);
+    assert_eq!(got.get("never_busy"), None, "{got:#}");
+    let expected = serde_json::json!(["ok", [[1]], [["2000ms"]], [[1]], [[1]]]);
+    assert_eq!(got["answers"]["simple"], expected, "{got:#}");
+    assert_eq!(got["answers"]["extended"], expected, "{got:#}");
+    assert_eq!(got["lake_query_still_waits"], true, "{got:#}");
+    assert!(
+        got["holder"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("canceling statement due to statement timeout")),
+        "the endless count ran to its own timeout: {got:#}"
+    );
+}
+
+/// Issue 38: a statement's turn bounds its execution, not the client's reading: a client that
+/// stops reading an answer the server can read ahead (4 MB) does not hold the only turn; one
+/// too large to read ahead (40 MB) holds it until it is read, as before.
+#[test]
+fn a_client_that_stops_reading_holds_no_turn_once_its_answer_is_read_ahead() {
+    let lake = seed_lake("limits-slow-reader");
+    let server = Server::start(&lake, &["--max-running", "1"]);
+    let got = check(&server, "slow-reader", &[]);
+    let small = &got["4MB"];
+    assert_eq!(small["first_len"], 1001, "{got:#}");
+    assert_eq!(
+        small["other_client"]["rows"],
+        serde_json::json!([[5]]),
+        "{got:#}"
+    );
+    assert_eq!(small["rows"], 4000, "{got:#}");
+    let large = &got["40MB"];
+    assert!(
+        large["other_client"]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("canceling statement due to statement timeout")),
+        "{got:#}"
+    );
+    assert_eq!(large["rows"], 40000, "{got:#}");
+}
+
 #[test]
 fn set_timezone_changes_only_the_connection_that_set_it() {
     let lake = seed_lake("limits-timezone");

@@ -19,6 +19,13 @@ Each CHECK prints one JSON object of what the clients saw; a client error is rec
   stream       psycopg's single-row mode reads a query that never ends until the timeout stops it
   plan-timeout asyncpg prepares (Parse and Describe only) a statement whose planning outlasts
                a 1 ms statement timeout
+  no-turn      (--max-running 1) while one client's endless count holds the only turn (for
+               its 20 s timeout), a query of the lake waits (its 2 s timeout ends it), and
+               SELECT 1, SET, SHOW and catalog queries are answered, over the simple and the
+               extended protocol
+  slow-reader  (--max-running 1) a client reads one row of a 4 MB answer and stops reading;
+               another client's query of the lake runs; then one of 40 MB, more than is read
+               ahead of a client, keeps the turn until it is read
 """
 
 import asyncio
@@ -250,7 +257,86 @@ def plan_timeout(host, port, password):
     return asyncio.run(plan_timeout_async(host, port, password))
 
 
+LAKE_QUERY = "SELECT count(DISTINCT report_key) FROM reports"
+ENDLESS = "SELECT count(*) FROM generate_series(1, 10000000000000)"
+
+
+def waits_for_a_turn(host, port, password):
+    """A query of the lake with a 2 s timeout: its error when it waited that long for a turn."""
+    got = psycopg_once(host, port, password, ["SET statement_timeout = '2s'", LAKE_QUERY])
+    return got.get("error", {}).get("message", "").startswith("canceling statement due to statement timeout")
+
+
+def no_turn(host, port, password):
+    import threading
+    import time
+
+    import psycopg
+
+    out = {}
+    holder = psycopg.connect(dsn(host, port, password), autocommit=True)
+    # Its own timeout ends it (a cancel request stops a statement only while it is planned).
+    holder.execute("SET statement_timeout = '20s'")
+
+    def hold():
+        try:
+            holder.execute(ENDLESS)
+            out["holder"] = "finished"
+        except psycopg.Error as e:
+            out["holder"] = error_of(e)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    # The holder has its turn once a query of the lake can no longer get one.
+    deadline = time.monotonic() + 60
+    while not waits_for_a_turn(host, port, password):
+        if time.monotonic() > deadline:
+            out["never_busy"] = True
+            break
+    statements = [
+        "SET statement_timeout = '2s'",
+        "SELECT 1",
+        "SHOW statement_timeout",
+        "SELECT count(*) FROM pg_catalog.pg_type WHERE typname = 'int8'",
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'metrics'",
+    ]
+    with psycopg.connect(dsn(host, port, password), autocommit=True) as conn:
+        answers = {}
+        for prepare in (False, True):
+            got = []
+            for sql in statements:
+                try:
+                    cur = conn.execute(sql, prepare=prepare)
+                    got.append([list(r) for r in cur.fetchall()] if cur.description else "ok")
+                except psycopg.Error as e:
+                    got.append(error_of(e))
+            answers["extended" if prepare else "simple"] = got
+        out["answers"] = answers
+    out["lake_query_still_waits"] = waits_for_a_turn(host, port, password)
+    thread.join(60)
+    holder.close()
+    return out
+
+
+def slow_reader(host, port, password):
+    import psycopg
+
+    out = {}
+    for mb in (4, 40):
+        pad = f"SELECT repeat('x', 1000) || x AS pad FROM generate_series(1, {mb * 1000}) AS t(x)"
+        with psycopg.connect(dsn(host, port, password), autocommit=True) as reader:
+            rows = reader.cursor().stream(pad)
+            first = next(rows)
+            other = psycopg_once(host, port, password,
+                                 ["SET statement_timeout = '5s'", LAKE_QUERY])
+            read = 1 + sum(1 for _ in rows)
+            out[f"{mb}MB"] = {"first_len": len(first[0]), "other_client": other, "rows": read}
+    return out
+
+
 CHECKS = {
+    "no-turn": no_turn,
+    "slow-reader": slow_reader,
     "cursors": cursors,
     "idle-portal": idle_portal,
     "timezone": timezone,

@@ -6,6 +6,7 @@
 //! statement timeout that covers execution and streaming (not only planning), the engine's
 //! memory limit, and a connection limit.
 
+mod admission;
 mod auth;
 mod bounded;
 mod bounded_agg;
@@ -685,19 +686,33 @@ struct LakeService {
 }
 
 impl LakeService {
-    /// Starts a statement: refused once the server stops, else admitted within its timeout.
-    async fn begin<C: ClientInfo + ?Sized>(&self, client: &C) -> PgWireResult<Arc<Lease>> {
+    /// Starts statement `sql`: refused once the server stops, else admitted within its
+    /// timeout (to one of the running turns if it may read the lake).
+    async fn begin<C: ClientInfo + ?Sized>(
+        &self,
+        client: &C,
+        sql: &str,
+    ) -> PgWireResult<Arc<Lease>> {
         if self.shared.stop.is_cancelled() {
             return Err(PgWireError::UserError(Box::new(admin_shutdown("FATAL"))));
         }
         let limit = limit_for(client, self.shared.statement_timeout);
         Lease::take(
-            &self.shared.running,
+            admission::needs_turn(sql, &|schema, table| self.is_catalog_table(schema, table))
+                .then_some(&self.shared.running),
             &self.shared.activity,
             client.socket_addr(),
             limit,
         )
         .await
+    }
+
+    /// Whether `schema` (of the catalog tables) holds `table`.
+    fn is_catalog_table(&self, schema: &str, table: &str) -> bool {
+        self.shared
+            .base
+            .table_exist(datafusion::common::TableReference::partial(schema, table))
+            .unwrap_or(false)
     }
 
     fn portal_lease(&self, name: &str) -> Option<Arc<Lease>> {
@@ -728,10 +743,16 @@ async fn is_suspended(portal: Option<&Arc<Portal<DfStatement>>>) -> bool {
     }
 }
 
-fn bounded(response: Response, lease: &Arc<Lease>) -> Response {
+/// The response's rows bounded by the lease's deadline; a statement whose rows all go out at
+/// once (no row limit) reads them ahead of the client, so its turn ends with its execution.
+fn bounded(response: Response, lease: &Arc<Lease>, whole: bool) -> Response {
     match response {
         Response::Query(mut query) => {
-            let rows = std::mem::replace(&mut query.data_rows, Box::pin(futures::stream::empty()));
+            let mut rows =
+                std::mem::replace(&mut query.data_rows, Box::pin(futures::stream::empty()));
+            if whole {
+                rows = lease::read_ahead(rows, Arc::clone(lease));
+            }
             query.data_rows = lease::until(rows, Arc::clone(lease));
             Response::Query(query)
         }
@@ -774,14 +795,20 @@ impl SimpleQueryHandler for LakeService {
         policy::check_sql(query).map_err(|r| refused(&r))?;
         let query = rewrite::search_path(query);
         let query = rewrite::catalog_subqueries(&query);
-        let lease = self.begin(client).await?;
+        let lease = self.begin(client, &query).await?;
         let responses = within(
             lease.deadline(),
             lease.limit(),
             SimpleQueryHandler::do_query(&self.inner, client, &query),
         )
         .await?;
-        Ok(responses.into_iter().map(|r| bounded(r, &lease)).collect())
+        // Rows are read ahead for a single statement only: the statements of one query run
+        // one after the other as their rows are sent.
+        let whole = responses.len() == 1;
+        Ok(responses
+            .into_iter()
+            .map(|r| bounded(r, &lease, whole))
+            .collect())
     }
 }
 
@@ -853,7 +880,7 @@ impl ExtendedQueryHandler for LakeService {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let lease = self.begin(client).await?;
+        let lease = self.begin(client, &portal.statement.statement.0).await?;
         let response = within(
             lease.deadline(),
             lease.limit(),
@@ -863,6 +890,6 @@ impl ExtendedQueryHandler for LakeService {
         if matches!(response, Response::Query(_)) {
             self.keep_lease(&portal.name, Some(Arc::clone(&lease)));
         }
-        Ok(bounded(response, &lease))
+        Ok(bounded(response, &lease, max_rows == 0))
     }
 }

@@ -1,0 +1,256 @@
+//! Views computed once per published lake version instead of once per query.
+//!
+//! Every dashboard refresh asks for `headlines` (a grouping of every headline row of
+//! `metrics`) and for `regressions` (built over `headlines`, `mentions` and `links`); each
+//! used to run the whole aggregation again for every panel of every refresh. A lake version
+//! never changes, so the answer of such a view cannot either: the first query of a view after
+//! the engine installs a version starts computing it in the background, on the query threads
+//! like any plan and counted in the memory limit; until it is ready, queries read the view as
+//! before (its definition inlined into theirs, their filters pushed into it), and from then
+//! on they read the kept rows. A version nobody queries costs nothing; the next installed
+//! version starts over.
+//!
+//! The kept rows answer exactly as the view does: they are every row and column of the view,
+//! and a query's projection, filters and limit apply to them as they would to the view's
+//! output. An answer larger than [`MAX_BYTES`], or one the memory limit has no room for, is
+//! not kept: that view is computed per query, as before, for that version.
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::datasource::MemTable;
+use datafusion::error::Result;
+use datafusion::execution::SessionState;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
+use datafusion::logical_expr::{Expr, LogicalPlan, TableType};
+use datafusion::physical_plan::{ExecutionPlan, execute_stream};
+use futures::StreamExt;
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio_util::task::AbortOnDropHandle;
+
+/// The views kept per lake version: what the dashboards and the exporter read on every
+/// refresh. (`comparisons` is not one: it has a row per metric and commit, as many as
+/// `metrics` has rows per two.)
+pub const MATERIALIZED_VIEWS: [&str; 3] = ["headlines", "discussion", "regressions"];
+
+/// The most memory one view's rows may take (Arrow buffers) to be kept.
+pub const MAX_BYTES: usize = 256 << 20;
+
+/// A view's rows, and their place in the engine's memory pool.
+#[derive(Debug)]
+struct Kept {
+    rows: Arc<MemTable>,
+    _memory: MemoryReservation,
+}
+
+/// A view whose rows are computed once, in the background, for the lake version it was
+/// installed for.
+#[derive(Debug)]
+pub struct Materialized {
+    view: Arc<dyn TableProvider>,
+    /// The serving session: its plans run on the query threads, within its memory limit.
+    state: SessionState,
+    /// Set once computed: `None` when the rows are not kept (too large, or an error).
+    kept: Arc<OnceLock<Option<Kept>>>,
+    /// The computation, stopped when the version it is for is replaced.
+    computing: Mutex<Option<AbortOnDropHandle<()>>>,
+}
+
+impl Materialized {
+    /// `view`, computed once with `state` when first queried.
+    pub fn wrap(view: Arc<dyn TableProvider>, state: SessionState) -> Arc<dyn TableProvider> {
+        Arc::new(Self {
+            view,
+            state,
+            kept: Arc::new(OnceLock::new()),
+            computing: Mutex::new(None),
+        })
+    }
+
+    fn rows(&self) -> Option<&Arc<MemTable>> {
+        self.kept.get()?.as_ref().map(|kept| &kept.rows)
+    }
+
+    /// Starts computing the rows, once (without a runtime to run on, never: the view is then
+    /// read as a view).
+    fn start(&self) {
+        let mut computing = self.computing.lock().unwrap_or_else(|e| e.into_inner());
+        if computing.is_some() || self.kept.get().is_some() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (view, state, kept) = (
+            Arc::clone(&self.view),
+            self.state.clone(),
+            Arc::clone(&self.kept),
+        );
+        *computing = Some(AbortOnDropHandle::new(runtime.spawn(async move {
+            let rows = compute(view, &state).await.unwrap_or_else(|error| {
+                tracing::warn!(%error, "a view's rows could not be kept: it is computed per query");
+                None
+            });
+            let _ = kept.set(rows);
+        })));
+    }
+}
+
+/// Every row of `view`, unless they take more than [`MAX_BYTES`] or the memory pool's room.
+async fn compute(view: Arc<dyn TableProvider>, state: &SessionState) -> Result<Option<Kept>> {
+    let plan = view.scan(state, None, &[], None).await?;
+    let memory = MemoryConsumer::new("kept view").register(&state.runtime_env().memory_pool);
+    let mut stream = execute_stream(plan, state.task_ctx())?;
+    let mut batches = Vec::new();
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        let bytes = batch.get_array_memory_size();
+        if memory.size() + bytes > MAX_BYTES || memory.try_grow(bytes).is_err() {
+            tracing::warn!(
+                limit = MAX_BYTES,
+                "a view's rows take more memory than may be kept: it is computed per query"
+            );
+            return Ok(None);
+        }
+        batches.push(batch);
+    }
+    let rows = MemTable::try_new(view.schema(), vec![batches])?;
+    Ok(Some(Kept {
+        rows: Arc::new(rows),
+        _memory: memory,
+    }))
+}
+
+#[async_trait]
+impl TableProvider for Materialized {
+    fn schema(&self) -> SchemaRef {
+        self.view.schema()
+    }
+
+    /// Still a view to clients (`information_schema`, psql's `\dv`).
+    fn table_type(&self) -> TableType {
+        self.view.table_type()
+    }
+
+    fn get_table_definition(&self) -> Option<&str> {
+        self.view.get_table_definition()
+    }
+
+    /// The view's definition, inlined into the query by the planner, until the rows are kept;
+    /// then none, and the query scans the kept rows. Asking starts the computation.
+    fn get_logical_plan(&self) -> Option<Cow<'_, LogicalPlan>> {
+        if self.rows().is_some() {
+            return None;
+        }
+        self.start();
+        self.view.get_logical_plan()
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        match self.rows() {
+            Some(rows) => rows.scan(state, projection, filters, limit).await,
+            None => self.view.scan(state, projection, filters, limit).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Int64Array, RecordBatch};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::prelude::SessionContext;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A table that counts its scans.
+    #[derive(Debug)]
+    struct Counted {
+        inner: Arc<MemTable>,
+        scans: Arc<AtomicUsize>,
+    }
+
+    #[async_trait]
+    impl TableProvider for Counted {
+        fn schema(&self) -> SchemaRef {
+            self.inner.schema()
+        }
+
+        fn table_type(&self) -> TableType {
+            TableType::Base
+        }
+
+        async fn scan(
+            &self,
+            state: &dyn Session,
+            projection: Option<&Vec<usize>>,
+            filters: &[Expr],
+            limit: Option<usize>,
+        ) -> Result<Arc<dyn ExecutionPlan>> {
+            self.scans.fetch_add(1, Ordering::SeqCst);
+            self.inner.scan(state, projection, filters, limit).await
+        }
+    }
+
+    async fn rows(ctx: &SessionContext, sql: &str) -> Result<Vec<i64>> {
+        let batches = ctx.sql(sql).await?.collect().await?;
+        Ok(batches
+            .iter()
+            .flat_map(|b| {
+                let column = b.column(0).as_any().downcast_ref::<Int64Array>();
+                column.map(|c| c.values().to_vec()).unwrap_or_default()
+            })
+            .collect())
+    }
+
+    #[tokio::test]
+    async fn a_view_is_computed_once_in_the_background_and_answers_as_the_view() -> Result<()> {
+        let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false)]));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![Arc::new(Int64Array::from(vec![3, 1, 4, 1, 5, 9, 2, 6]))],
+        )?;
+        let scans = Arc::new(AtomicUsize::new(0));
+        let base = Counted {
+            inner: Arc::new(MemTable::try_new(schema, vec![vec![batch]])?),
+            scans: Arc::clone(&scans),
+        };
+        let ctx = SessionContext::new();
+        ctx.register_table("base", Arc::new(base))?;
+        ctx.sql("CREATE VIEW doubled AS SELECT x * 2 AS y FROM base WHERE x > 1")
+            .await?
+            .collect()
+            .await?;
+        let view = ctx.table_provider("doubled").await?;
+        ctx.deregister_table("doubled")?;
+        let kept = Materialized::wrap(view, ctx.state());
+        ctx.register_table("doubled", Arc::clone(&kept))?;
+
+        // The first query reads the view (one scan of the base) and starts the computation
+        // (another); once it is done, queries read the kept rows and the base no more.
+        let query = "SELECT y FROM doubled WHERE y > 5 ORDER BY y DESC LIMIT 3";
+        assert_eq!(rows(&ctx, query).await?, vec![18, 12, 10]);
+        for _ in 0..500 {
+            if kept.get_logical_plan().is_none() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(kept.get_logical_plan().is_none(), "the rows are kept");
+        assert_eq!(scans.load(Ordering::SeqCst), 2);
+        assert_eq!(rows(&ctx, query).await?, vec![18, 12, 10]);
+        assert_eq!(rows(&ctx, "SELECT count(*) FROM doubled").await?, vec![6]);
+        assert_eq!(
+            rows(&ctx, "SELECT y FROM doubled ORDER BY y LIMIT 2").await?,
+            vec![4, 6]
+        );
+        assert_eq!(scans.load(Ordering::SeqCst), 2, "no scan of the base since");
+        Ok(())
+    }
+}
