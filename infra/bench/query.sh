@@ -2,7 +2,9 @@
 # Query benchmark (BENCHMARKS.md, "Query"): a generated lake of at least 10 million metric rows,
 # the three queries of query/benches/queries.sql timed on lkplake (criterion, in-process
 # DataFusion over the Delta tables) and on DuckDB (Python package, in-process, over the same live
-# Parquet files) in the same run, with the ratios.
+# Parquet files) in the same run, with the ratios; then the first query a freshly started
+# `lkplake serve` answers (cold) beside a fresh DuckDB process, and every Grafana panel query on
+# both (infra/bench/panels.py).
 # Usage: infra/bench/query.sh [REPORTS]    (60000 reports give about 11 million metric rows)
 # The lake is kept in $LKPLAKE_BENCH_DIR (default /tmp/lkplake-query-bench) and reused when it was
 # built from the same number of reports.
@@ -74,3 +76,44 @@ for name, d in duck["queries"].items():
     ours = float(m.group(1)) * units[m.group(2)]
     print(f"| {name} | {rows.group(1) if rows else '?'} | {ours:.2f} ms | {d['rows']} | {d['median_ms']:.2f} ms | {ours / d['median_ms']:.2f}× |")
 PY
+
+# Every Grafana panel query, on `lkplake serve` and on DuckDB; first the cold query: the series
+# query sent as soon as a freshly started server accepts connections, against a fresh DuckDB
+# process doing the same (connect, views, query).
+port=${LKPLAKE_BENCH_PG_PORT:-15434}
+export PGPASSWORD=bench-panels
+started=$(date +%s.%N)
+$bin serve --lake "$work/lake" --pg "127.0.0.1:$port" --password "$PGPASSWORD" --memory-limit 2G 2>"$work/serve-panels.log" &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+dsn="host=127.0.0.1 port=$port user=lkplake dbname=lkplake"
+python3 - "$dsn" "$started" "$work/lake" <<'PY'
+import os, subprocess, sys, time
+import psycopg
+sys.path.insert(0, "infra/bench")
+import query
+dsn, started, lake = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+series = dict(query.queries())["series"]
+listening = time.time() - started
+t = time.perf_counter()
+with psycopg.connect(dsn) as c:
+    c.execute(series).fetchall()
+ours = (time.perf_counter() - t) * 1000
+t = time.perf_counter()
+subprocess.run([sys.executable, "-c", f"""
+import sys; sys.path.insert(0, 'infra/bench'); import query, duckdb, os
+con = duckdb.connect()
+for table in ['metrics', 'reports']:
+    files = query.live_files(os.path.join({lake!r}, table))
+    con.execute(f"CREATE VIEW {{table}} AS SELECT * FROM read_parquet({{files!r}}, hive_partitioning = true)")
+views = chr(10).join(l for l in open('query/src/views.sql').read().splitlines() if not l.lstrip().startswith('--'))
+for v in views.split(';'):
+    v.strip() and con.execute(v)
+con.execute({series!r}).fetchall()
+"""], check=True)
+duck = (time.perf_counter() - t) * 1000
+print(f"cold: lkplake serve accepted connections {listening:.2f} s after starting; first series query {ours:.0f} ms; "
+      f"a fresh DuckDB process (start, views, query) {duck:.0f} ms")
+PY
+python3 infra/bench/panels.py "$work/lake" "$dsn" --table

@@ -5,6 +5,7 @@
 use crate::damaged::DamagedTable;
 use crate::error::QueryError;
 use crate::executor::DedicatedExecutor;
+use crate::materialized::Materialized;
 use crate::policy;
 use async_trait::async_trait;
 use datafusion::catalog::{SchemaProvider, TableProvider};
@@ -242,6 +243,7 @@ impl Engine {
             let parsed = DFParser::parse_sql_with_dialect(sql, &GenericDialect {})?;
             statements.extend(parsed.into_iter().zip(names.iter().copied()));
         }
+        let mut kept = Vec::new();
         for (statement, view) in statements {
             let fail = |source: DataFusionError| QueryError::View {
                 view: view.to_owned(),
@@ -253,7 +255,9 @@ impl Engine {
             let mut provider = scratch.table_provider(view).await.map_err(fail)?;
             if self.config.keep_views && crate::materialized::MATERIALIZED_VIEWS.contains(&view) {
                 // Registered again, so the views planned after it read the kept rows too.
-                provider = crate::materialized::Materialized::wrap(provider, self.ctx.state());
+                let materialized = Materialized::wrap(provider, self.ctx.state());
+                provider = Arc::clone(&materialized) as Arc<dyn TableProvider>;
+                kept.push(materialized);
                 scratch.deregister_table(view).map_err(fail)?;
                 scratch
                     .register_table(view, Arc::clone(&provider))
@@ -262,6 +266,9 @@ impl Engine {
             entries.insert(view.to_owned(), provider);
         }
         self.schema.publish(Published { entries, health });
+        for view in kept {
+            view.arm();
+        }
         Ok(())
     }
 }

@@ -16,6 +16,7 @@
 //! not kept: that view is computed per query, as before, for that version.
 
 use async_trait::async_trait;
+use datafusion::arrow::array::{ArrayData, RecordBatch};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::datasource::MemTable;
@@ -26,6 +27,8 @@ use datafusion::logical_expr::{Expr, LogicalPlan, TableType};
 use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use futures::StreamExt;
 use std::borrow::Cow;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio_util::task::AbortOnDropHandle;
 
@@ -55,17 +58,29 @@ pub struct Materialized {
     kept: Arc<OnceLock<Option<Kept>>>,
     /// The computation, stopped when the version it is for is replaced.
     computing: Mutex<Option<AbortOnDropHandle<()>>>,
+    armed: AtomicBool,
+    /// Queries that asked for the view since it was armed.
+    asked: AtomicUsize,
 }
 
 impl Materialized {
     /// `view`, computed once with `state` when first queried.
-    pub fn wrap(view: Arc<dyn TableProvider>, state: SessionState) -> Arc<dyn TableProvider> {
+    /// `view`, to be computed with `state` once [`Materialized::arm`]ed and queried twice.
+    pub fn wrap(view: Arc<dyn TableProvider>, state: SessionState) -> Arc<Self> {
         Arc::new(Self {
             view,
             state,
             kept: Arc::new(OnceLock::new()),
             computing: Mutex::new(None),
+            armed: AtomicBool::new(false),
+            asked: AtomicUsize::new(0),
         })
+    }
+
+    /// From now on, queries count: the engine arms its kept views once it has published the
+    /// version they belong to (planning the views built over this one asks for it too).
+    pub fn arm(&self) {
+        self.armed.store(true, Ordering::SeqCst);
     }
 
     fn rows(&self) -> Option<&Arc<MemTable>> {
@@ -103,9 +118,10 @@ async fn compute(view: Arc<dyn TableProvider>, state: &SessionState) -> Result<O
     let memory = MemoryConsumer::new("kept view").register(&state.runtime_env().memory_pool);
     let mut stream = execute_stream(plan, state.task_ctx())?;
     let mut batches = Vec::new();
+    let mut held = HashSet::new();
     while let Some(batch) = stream.next().await {
         let batch = batch?;
-        let bytes = batch.get_array_memory_size();
+        let bytes = new_bytes(&batch, &mut held);
         if memory.size() + bytes > MAX_BYTES || memory.try_grow(bytes).is_err() {
             tracing::warn!(
                 limit = MAX_BYTES,
@@ -120,6 +136,32 @@ async fn compute(view: Arc<dyn TableProvider>, state: &SessionState) -> Result<O
         rows: Arc::new(rows),
         _memory: memory,
     }))
+}
+
+/// The bytes of the buffers `batch` holds that `held` does not yet: batches of one scan share
+/// buffers (a string view column's data, a slice of a larger array), which
+/// `RecordBatch::get_array_memory_size` counts again in each.
+fn new_bytes(batch: &RecordBatch, held: &mut HashSet<usize>) -> usize {
+    fn walk(data: &ArrayData, held: &mut HashSet<usize>) -> usize {
+        let nulls = data.nulls().map(|n| n.buffer());
+        let own: usize = data
+            .buffers()
+            .iter()
+            .chain(nulls)
+            .filter(|b| held.insert(b.data_ptr().as_ptr().addr()))
+            .map(|b| b.capacity().max(b.len()))
+            .sum();
+        own + data
+            .child_data()
+            .iter()
+            .map(|child| walk(child, held))
+            .sum::<usize>()
+    }
+    batch
+        .columns()
+        .iter()
+        .map(|column| walk(&column.to_data(), held))
+        .sum()
 }
 
 #[async_trait]
@@ -138,12 +180,16 @@ impl TableProvider for Materialized {
     }
 
     /// The view's definition, inlined into the query by the planner, until the rows are kept;
-    /// then none, and the query scans the kept rows. Asking starts the computation.
+    /// then none, and the query scans the kept rows. The second query of an armed view starts
+    /// the computation: a version replaced before it is asked twice (a lake being written
+    /// while one dashboard polls it) is never computed twice over.
     fn get_logical_plan(&self) -> Option<Cow<'_, LogicalPlan>> {
         if self.rows().is_some() {
             return None;
         }
-        self.start();
+        if self.armed.load(Ordering::SeqCst) && self.asked.fetch_add(1, Ordering::SeqCst) >= 1 {
+            self.start();
+        }
         self.view.get_logical_plan()
     }
 
@@ -164,10 +210,9 @@ impl TableProvider for Materialized {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::{Int64Array, RecordBatch};
+    use datafusion::arrow::array::Int64Array;
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
     use datafusion::prelude::SessionContext;
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A table that counts its scans.
     #[derive(Debug)]
@@ -230,27 +275,47 @@ mod tests {
         let view = ctx.table_provider("doubled").await?;
         ctx.deregister_table("doubled")?;
         let kept = Materialized::wrap(view, ctx.state());
-        ctx.register_table("doubled", Arc::clone(&kept))?;
+        ctx.register_table("doubled", Arc::clone(&kept) as Arc<dyn TableProvider>)?;
 
-        // The first query reads the view (one scan of the base) and starts the computation
-        // (another); once it is done, queries read the kept rows and the base no more.
+        // Before it is armed, and on the first query after, the view is read as a view; the
+        // second query starts the computation in the background (one more scan of the base);
+        // once it is done, queries read the kept rows and the base no more.
         let query = "SELECT y FROM doubled WHERE y > 5 ORDER BY y DESC LIMIT 3";
         assert_eq!(rows(&ctx, query).await?, vec![18, 12, 10]);
+        kept.arm();
+        assert_eq!(rows(&ctx, query).await?, vec![18, 12, 10]);
+        assert!(
+            kept.computing.lock().map(|c| c.is_none()).unwrap_or(false),
+            "asked once"
+        );
+        assert_eq!(rows(&ctx, query).await?, vec![18, 12, 10]);
         for _ in 0..500 {
-            if kept.get_logical_plan().is_none() {
+            if kept.rows().is_some() {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
-        assert!(kept.get_logical_plan().is_none(), "the rows are kept");
-        assert_eq!(scans.load(Ordering::SeqCst), 2);
+        assert!(kept.rows().is_some(), "the rows are kept");
+        assert_eq!(scans.load(Ordering::SeqCst), 4);
         assert_eq!(rows(&ctx, query).await?, vec![18, 12, 10]);
         assert_eq!(rows(&ctx, "SELECT count(*) FROM doubled").await?, vec![6]);
         assert_eq!(
             rows(&ctx, "SELECT y FROM doubled ORDER BY y LIMIT 2").await?,
             vec![4, 6]
         );
-        assert_eq!(scans.load(Ordering::SeqCst), 2, "no scan of the base since");
+        assert_eq!(scans.load(Ordering::SeqCst), 4, "no scan of the base since");
+        Ok(())
+    }
+
+    #[test]
+    fn buffers_shared_by_batches_are_counted_once() -> Result<()> {
+        let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false)]));
+        let values = Int64Array::from((0..1000).collect::<Vec<i64>>());
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(values)])?;
+        let mut held = HashSet::new();
+        let first = new_bytes(&batch.slice(0, 500), &mut held);
+        assert!(first >= 8000, "the whole buffer of 1,000 values: {first}");
+        assert_eq!(new_bytes(&batch.slice(500, 500), &mut held), 0);
         Ok(())
     }
 }
