@@ -19,6 +19,7 @@ use lkplake_lake::{LakeUrl, derived};
 use lkplake_query::columns::{micros, strings};
 use lkplake_query::{Engine, EngineConfig};
 use lkplake_schemas::tables::{TRIAGE, TRIAGE_TABLE};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -102,7 +103,7 @@ struct Culprit {
 }
 
 /// A row of `triage`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Entry {
     culprit: String,
     verdict: String,
@@ -367,12 +368,8 @@ async fn import(args: &TriageArgs, path: &Path) -> anyhow::Result<bool> {
     let rows = read_history(path, &text)?;
     let engine = Engine::open(&args.lake, &EngineConfig::default()).await?;
     let held = history(&engine).await?;
-    let mut new: Vec<Entry> = Vec::new();
-    for row in &rows {
-        if !held.contains(row) && !new.contains(row) {
-            new.push(row.clone());
-        }
-    }
+    let mut seen: HashSet<&Entry> = held.iter().collect();
+    let new: Vec<Entry> = rows.iter().filter(|r| seen.insert(r)).cloned().collect();
     if !new.is_empty() {
         append(&args.lake, &new).await?;
     }

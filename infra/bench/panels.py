@@ -25,7 +25,7 @@ import duckdb
 import psycopg
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from query import live_files  # noqa: E402
+import query  # noqa: E402  (the Delta log replay and DuckDB set-up of query.sh)
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 RUNS = int(os.environ.get("LKPLAKE_BENCH_RUNS", "5"))
@@ -123,23 +123,10 @@ def panel_queries(pg):
 
 def duckdb_lake(lake):
     con = duckdb.connect()
-    for table_dir in sorted(glob.glob(os.path.join(lake, "*", "_delta_log"))):
-        table = os.path.basename(os.path.dirname(table_dir))
-        files = live_files(os.path.dirname(table_dir))
-        if not files:
-            continue
-        name = "mention_mails" if table == "mentions" else table
-        listing = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-        con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{listing}], hive_partitioning = true)")
+    tables = [os.path.basename(os.path.dirname(d)) for d in sorted(glob.glob(os.path.join(lake, "*", "_delta_log")))]
+    query.register(con, lake, tables)
     for sql_file in ("views.sql", "discussion.sql"):
-        with open(os.path.join(ROOT, "query", "src", sql_file)) as f:
-            text = "\n".join(l for l in f.read().splitlines() if not l.lstrip().startswith("--"))
-        for view in text.split(";"):
-            if view.strip():
-                try:
-                    con.execute(view)
-                except duckdb.Error:
-                    pass  # a view DuckDB cannot define: its panels report the error
+        query.define_views(con, sql_file, skip_failing=True)
     return con
 
 

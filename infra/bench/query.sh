@@ -89,7 +89,7 @@ trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
 dsn="host=127.0.0.1 port=$port user=lkplake dbname=lkplake"
 python3 - "$dsn" "$started" "$work/lake" <<'PY'
-import os, subprocess, sys, time
+import subprocess, sys, time
 import psycopg
 sys.path.insert(0, "infra/bench")
 import query
@@ -102,14 +102,10 @@ with psycopg.connect(dsn) as c:
 ours = (time.perf_counter() - t) * 1000
 t = time.perf_counter()
 subprocess.run([sys.executable, "-c", f"""
-import sys; sys.path.insert(0, 'infra/bench'); import query, duckdb, os
+import sys; sys.path.insert(0, 'infra/bench'); import duckdb, query
 con = duckdb.connect()
-for table in ['metrics', 'reports']:
-    files = query.live_files(os.path.join({lake!r}, table))
-    con.execute(f"CREATE VIEW {{table}} AS SELECT * FROM read_parquet({{files!r}}, hive_partitioning = true)")
-views = chr(10).join(l for l in open('query/src/views.sql').read().splitlines() if not l.lstrip().startswith('--'))
-for v in views.split(';'):
-    v.strip() and con.execute(v)
+query.register(con, {lake!r}, ['metrics', 'reports'])
+query.define_views(con, 'views.sql')
 con.execute({series!r}).fetchall()
 """], check=True)
 duck = (time.perf_counter() - t) * 1000

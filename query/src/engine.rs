@@ -244,6 +244,8 @@ impl Engine {
             statements.extend(parsed.into_iter().zip(names.iter().copied()));
         }
         let mut kept = Vec::new();
+        // The serving session the kept views compute in, copied once per install.
+        let mut serving = None;
         for (statement, view) in statements {
             let fail = |source: DataFusionError| QueryError::View {
                 view: view.to_owned(),
@@ -255,7 +257,8 @@ impl Engine {
             let mut provider = scratch.table_provider(view).await.map_err(fail)?;
             if self.config.keep_views && crate::materialized::MATERIALIZED_VIEWS.contains(&view) {
                 // Registered again, so the views planned after it read the kept rows too.
-                let materialized = Materialized::wrap(provider, self.ctx.state());
+                let serving = serving.get_or_insert_with(|| Arc::new(self.ctx.state()));
+                let materialized = Materialized::wrap(provider, Arc::clone(serving));
                 provider = Arc::clone(&materialized) as Arc<dyn TableProvider>;
                 kept.push(materialized);
                 scratch.deregister_table(view).map_err(fail)?;

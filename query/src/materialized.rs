@@ -3,12 +3,12 @@
 //! Every dashboard refresh asks for `headlines` (a grouping of every headline row of
 //! `metrics`) and for `regressions` (built over `headlines`, `mentions` and `links`); each
 //! used to run the whole aggregation again for every panel of every refresh. A lake version
-//! never changes, so the answer of such a view cannot either: the first query of a view after
-//! the engine installs a version starts computing it in the background, on the query threads
+//! never changes, so the answer of such a view cannot either: the second query of a view after
+//! the engine publishes a version starts computing it in the background, on the query threads
 //! like any plan and counted in the memory limit; until it is ready, queries read the view as
 //! before (its definition inlined into theirs, their filters pushed into it), and from then
-//! on they read the kept rows. A version nobody queries costs nothing; the next installed
-//! version starts over.
+//! on they read the kept rows. A version queried less than twice costs nothing; the next
+//! installed version starts over.
 //!
 //! The kept rows answer exactly as the view does: they are every row and column of the view,
 //! and a query's projection, filters and limit apply to them as they would to the view's
@@ -53,7 +53,7 @@ struct Kept {
 pub struct Materialized {
     view: Arc<dyn TableProvider>,
     /// The serving session: its plans run on the query threads, within its memory limit.
-    state: SessionState,
+    state: Arc<SessionState>,
     /// Set once computed: `None` when the rows are not kept (too large, or an error).
     kept: Arc<OnceLock<Option<Kept>>>,
     /// The computation, stopped when the version it is for is replaced.
@@ -64,9 +64,8 @@ pub struct Materialized {
 }
 
 impl Materialized {
-    /// `view`, computed once with `state` when first queried.
     /// `view`, to be computed with `state` once [`Materialized::arm`]ed and queried twice.
-    pub fn wrap(view: Arc<dyn TableProvider>, state: SessionState) -> Arc<Self> {
+    pub fn wrap(view: Arc<dyn TableProvider>, state: Arc<SessionState>) -> Arc<Self> {
         Arc::new(Self {
             view,
             state,
@@ -99,7 +98,7 @@ impl Materialized {
         };
         let (view, state, kept) = (
             Arc::clone(&self.view),
-            self.state.clone(),
+            Arc::clone(&self.state),
             Arc::clone(&self.kept),
         );
         *computing = Some(AbortOnDropHandle::new(runtime.spawn(async move {
@@ -274,7 +273,7 @@ mod tests {
             .await?;
         let view = ctx.table_provider("doubled").await?;
         ctx.deregister_table("doubled")?;
-        let kept = Materialized::wrap(view, ctx.state());
+        let kept = Materialized::wrap(view, Arc::new(ctx.state()));
         ctx.register_table("doubled", Arc::clone(&kept) as Arc<dyn TableProvider>)?;
 
         // Before it is armed, and on the first query after, the view is read as a view; the

@@ -124,6 +124,8 @@ pub struct SynthReport {
     pub params: String,
     /// With angle brackets.
     pub message_id: String,
+    /// The `Subject:` header, unfolded.
+    pub subject: String,
     /// The `Date:` header.
     pub date: DateTime<Utc>,
     /// Which of the robot's layouts it is written in.
@@ -3118,9 +3120,9 @@ pub fn generate(config: &SynthConfig) -> Synth {
 
 /// A commit the caller chose for a report (the lifecycle scenario sends several reports of one
 /// culprit); the report is then never one of a patch from the list.
-struct Culprit<'a> {
-    commit: &'a str,
-    title: &'a str,
+struct Culprit {
+    commit: String,
+    title: String,
 }
 
 /// Writes one mail around its rendered tables.
@@ -3130,7 +3132,7 @@ fn render_report(
     format: SynthFormat,
     jobs: &[Job],
     tests: &[TestOut],
-    culprit: Option<&Culprit<'_>>,
+    culprit: Option<&Culprit>,
     rng: &mut Rng,
 ) -> SynthReport {
     let tz = china();
@@ -3155,7 +3157,7 @@ fn render_report(
     let base_title = commit_title(rng, area);
     // Drawn either way, so that a chosen culprit leaves every later draw where it was.
     let (head, title) = match culprit {
-        Some(c) => (c.commit.to_owned(), c.title.to_owned()),
+        Some(c) => (c.commit.clone(), c.title.clone()),
         None => (head, title),
     };
     let tag = title.split(':').next().unwrap_or("mm").to_owned();
@@ -3514,6 +3516,7 @@ fn render_report(
         base_commit_id: base,
         params: main_job.params_key.clone(),
         message_id,
+        subject,
         date: slot.time,
         format,
         kind: main.kind,

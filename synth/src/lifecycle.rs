@@ -140,14 +140,14 @@ pub fn lifecycle(seed: u64) -> Lifecycle {
     let rg = story.recovery(5, &g, at(20, 80));
 
     let links = planted_links(&a1, &a, &b, (&fix, &fix_title), &revert, (&applied, &f));
-    let planted = |c: &Pick, verdict, status, reports: &[&Report]| PlantedCulprit {
+    let planted = |c: &Culprit, verdict, status, reports: &[&SynthReport]| PlantedCulprit {
         commit: c.commit.clone(),
         title: c.title.clone(),
         verdict,
         status,
         reports: reports.iter().map(|r| r.message_id.clone()).collect(),
         testcases: sorted(reports.iter().map(|r| r.testcase.clone())),
-        machines: sorted(reports.iter().map(|r| r.machine.clone())),
+        machines: sorted(reports.iter().map(|r| r.tbox_group.clone())),
         replies: 0,
         fix_posted: None,
         fix_merged: None,
@@ -194,9 +194,9 @@ pub fn lifecycle(seed: u64) -> Lifecycle {
 /// `Fixes:`, the notice names the fix's commit, the revert names B. (The replies quote the
 /// robot's suggested `| Closes:` and state none.)
 fn planted_links(
-    first_report: &Report,
-    fixed: &Pick,
-    reverted: &Pick,
+    first_report: &SynthReport,
+    fixed: &Culprit,
+    reverted: &Culprit,
     (fix, fix_title): (&Sent, &str),
     revert: &Sent,
     (applied, commit): (&Sent, &str),
@@ -260,22 +260,6 @@ fn lifecycle_jobs(rng: &mut Rng) -> Vec<Job> {
     jobs
 }
 
-/// A commit of the scenario.
-struct Pick {
-    commit: String,
-    title: String,
-}
-
-/// What the scenario keeps of a report it sent.
-struct Report {
-    message_id: String,
-    subject: String,
-    date: DateTime<Utc>,
-    text: String,
-    testcase: String,
-    machine: String,
-}
-
 /// A mail someone on the list sent.
 struct Sent {
     message_id: String,
@@ -324,8 +308,8 @@ struct Story<'a> {
 }
 
 impl Story<'_> {
-    fn culprit(&mut self) -> Pick {
-        Pick {
+    fn culprit(&mut self) -> Culprit {
+        Culprit {
             commit: self.rng.hex(40),
             title: commit_title(&mut self.rng, Area::Mm),
         }
@@ -343,7 +327,13 @@ impl Story<'_> {
 
     /// The robot's report of `culprit` on job `job`, its headline moved by [`STEP_PCT`] the
     /// way `kind` says.
-    fn report(&mut self, job: usize, culprit: &Pick, kind: Kind, time: DateTime<Utc>) -> Report {
+    fn report(
+        &mut self,
+        job: usize,
+        culprit: &Culprit,
+        kind: Kind,
+        time: DateTime<Utc>,
+    ) -> SynthReport {
         let sign = DIRECTIONS
             .direction(&self.jobs[job].metrics[0].name)
             .unwrap_or(Direction::HigherIsBetter)
@@ -357,7 +347,7 @@ impl Story<'_> {
 
     /// A report on job `job` whose step takes its headline back to where it was before the
     /// last step: an improvement.
-    fn recovery(&mut self, job: usize, culprit: &Pick, time: DateTime<Utc>) -> Report {
+    fn recovery(&mut self, job: usize, culprit: &Culprit, time: DateTime<Utc>) -> SynthReport {
         let sign = DIRECTIONS
             .direction(&self.jobs[job].metrics[0].name)
             .unwrap_or(Direction::HigherIsBetter)
@@ -367,7 +357,13 @@ impl Story<'_> {
         self.send_report(job, culprit, back, time)
     }
 
-    fn send_report(&mut self, job: usize, culprit: &Pick, pct: f64, time: DateTime<Utc>) -> Report {
+    fn send_report(
+        &mut self,
+        job: usize,
+        culprit: &Culprit,
+        pct: f64,
+        time: DateTime<Utc>,
+    ) -> SynthReport {
         let index = self.mails.len();
         let mut steps = Vec::new();
         let test = render_test(
@@ -384,39 +380,27 @@ impl Story<'_> {
             time,
             jobs: vec![job],
         };
-        let chosen = Culprit {
-            commit: &culprit.commit,
-            title: &culprit.title,
-        };
         let report = render_report(
             index,
             &slot,
             SynthFormat::Modern,
             self.jobs,
             &[test],
-            Some(&chosen),
+            Some(culprit),
             &mut self.rng,
         );
-        let subject = header(&report.text, "Subject").unwrap_or_default();
         self.mails.push(PlantedMail {
             file_name: "report.eml".to_owned(),
             text: report.text.clone(),
             message_id: report.message_id.clone(),
             date: report.date,
         });
-        Report {
-            message_id: report.message_id,
-            subject,
-            date: report.date,
-            text: report.text,
-            testcase: report.testcase,
-            machine: report.tbox_group,
-        }
+        report
     }
 
     /// A developer's reply to `report` quoting its opening down to the robot's box of
     /// suggested tags, then a line of their own.
-    fn reply(&mut self, report: &Report, date: DateTime<Utc>) -> Sent {
+    fn reply(&mut self, report: &SynthReport, date: DateTime<Utc>) -> Sent {
         let person = self.person();
         let message_id = format!("<{}.fsf@{}>", self.rng.hex(10), domain(&person.mail));
         let body = report.text.split_once("\n\n").map_or("", |(_, b)| b);
@@ -451,8 +435,8 @@ impl Story<'_> {
         &mut self,
         person: &Person,
         title: &str,
-        report: &Report,
-        culprit: &Pick,
+        report: &SynthReport,
+        culprit: &Culprit,
         date: DateTime<Utc>,
     ) -> Sent {
         let message_id = patch_id(&mut self.rng, person, date);
@@ -479,7 +463,7 @@ impl Story<'_> {
     }
 
     /// A patch reverting `culprit`.
-    fn revert(&mut self, person: &Person, culprit: &Pick, date: DateTime<Utc>) -> Sent {
+    fn revert(&mut self, person: &Person, culprit: &Culprit, date: DateTime<Utc>) -> Sent {
         let message_id = patch_id(&mut self.rng, person, date);
         let subject = format!("[PATCH] Revert \"{}\"", culprit.title);
         let text = format!(
@@ -554,26 +538,6 @@ impl Story<'_> {
             subject,
         }
     }
-}
-
-/// A header's value (unfolded) from a mail's text.
-fn header(text: &str, name: &str) -> Option<String> {
-    let head = text.split_once("\n\n").map_or(text, |(h, _)| h);
-    let mut lines = head.lines().peekable();
-    while let Some(line) = lines.next() {
-        if let Some(value) = line
-            .split_once(':')
-            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim())
-        {
-            let mut value = value.to_owned();
-            while let Some(next) = lines.next_if(|l| l.starts_with([' ', '\t'])) {
-                value.push_str(next);
-            }
-            return Some(value);
-        }
-    }
-    None
 }
 
 fn people_headers(from: &str, to: &str, subject: &str) -> String {
