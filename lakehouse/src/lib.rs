@@ -16,6 +16,7 @@
 mod damage;
 pub mod derived;
 mod error;
+mod indexed;
 mod location;
 #[cfg(feature = "fault-injection")]
 mod meeting;
@@ -25,6 +26,7 @@ mod writer;
 
 pub use damage::without_backtrace;
 pub use error::LakeError;
+pub use indexed::IndexedTable;
 pub use location::LakeUrl;
 pub use reader::{Damaged, LakeTables, TableHealth};
 pub use writer::{Batches, CompactSummary, Lake, Progress, StoredTest, Table, app_id};

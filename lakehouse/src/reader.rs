@@ -300,17 +300,21 @@ impl LakeTables {
         progress_in(&tables, topic, partitions).await
     }
 
-    /// A table provider per table, frozen at the loaded versions.
+    /// A table provider per table, frozen at the loaded versions: each version's files indexed
+    /// once ([`crate::IndexedTable`]), or delta-rs' provider for a table the index cannot read.
     pub async fn providers(
         &self,
     ) -> Result<Vec<(&'static str, Arc<dyn TableProvider>)>, LakeError> {
         let mut providers = Vec::with_capacity(self.tables.len());
         for (name, table) in &self.tables {
-            let provider = table
+            let delta = table
                 .table_provider()
                 .await
                 .map_err(LakeError::query(name))?;
-            providers.push((*name, provider));
+            providers.push((
+                *name,
+                crate::indexed::index_or_fallback(name, table, delta)?,
+            ));
         }
         Ok(providers)
     }

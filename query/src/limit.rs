@@ -10,18 +10,25 @@
 //! Every lake table is therefore served through [`HonorLimit`], whose scans end in
 //! [`LimitBarrier`]: a pass-through node that accepts no limit, so DataFusion keeps its own
 //! limit operator above it. The scan still receives the limit as a hint, so Parquet scans stop
-//! early as before. The test `limit_is_kept_above_a_metadata_only_scan` fails again if an
-//! upgrade makes the barrier unnecessary or ineffective.
+//! early as before, and filters pass through it to the scan.
+//!
+//! Since the lake serves its tables through its own file index (lkplake-lake's `IndexedTable`),
+//! whose scans are DataFusion's `DataSourceExec` and honour a limit, the barrier matters only for
+//! a table served by delta-rs' provider (one using deletion vectors or column mapping); it stays
+//! on every table so no provider can drop a limit. The test
+//! `limit_is_kept_above_a_metadata_only_scan` pins the answers.
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::Statistics;
 use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::config::ConfigOptions;
 use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::filter_pushdown::{FilterDescription, FilterPushdownPhase};
 use datafusion::physical_plan::{
     ChildStats, DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, StatisticsArgs,
 };
@@ -135,6 +142,17 @@ impl ExecutionPlan for LimitBarrier {
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         self.input.execute(partition, context)
+    }
+
+    /// Filters pass through to the scan, which uses them to skip files, row groups and pages
+    /// (and the dynamic filters of joins and `ORDER BY ... LIMIT`).
+    fn gather_filters_for_pushdown(
+        &self,
+        _phase: FilterPushdownPhase,
+        parent_filters: Vec<Arc<dyn PhysicalExpr>>,
+        _config: &ConfigOptions,
+    ) -> Result<FilterDescription> {
+        FilterDescription::from_children(parent_filters, &self.children())
     }
 
     fn child_stats_requests(&self, partition: Option<usize>) -> Vec<ChildStats> {

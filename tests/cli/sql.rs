@@ -258,7 +258,7 @@ fn files_scanned(lake: &std::path::Path, sql: &str) -> Vec<u64> {
         .collect::<Vec<_>>()
         .join("\n");
     let counts: Vec<u64> = plan
-        .split("count_files_scanned=")
+        .split("files_opened=")
         .skip(1)
         .filter_map(|rest| {
             rest.split(|c: char| !c.is_ascii_digit())
