@@ -120,6 +120,7 @@ impl IndexedTable {
     ) -> Result<Self, LakeError> {
         let snapshot = table.snapshot().map_err(LakeError::delta(name))?;
         let partition_names = snapshot.metadata().partition_columns();
+        let schema = served_schema(&schema, partition_names);
         let (file_fields, partition_fields): (Vec<FieldRef>, Vec<FieldRef>) = schema
             .fields()
             .iter()
@@ -220,6 +221,27 @@ impl IndexedTable {
 
 /// The live files of a version, from its add actions (`add_actions_table(true)`: one row a
 /// file, statistics and partition values flattened into `min.<column>`, `partition.<column>`).
+/// `schema` with its text partition columns as string views rather than the dictionaries
+/// delta-rs serves them as. DataFusion groups string views column by column, but one dictionary
+/// column among a GROUP BY's keys sends the whole grouping to its row-format fallback: the
+/// `comparisons` and `series` views group by both partition columns, and their grouping took
+/// three times as long (BENCHMARKS.md, "Partition columns as string views").
+fn served_schema(schema: &SchemaRef, partition_names: &[String]) -> SchemaRef {
+    let fields: Vec<FieldRef> = schema
+        .fields()
+        .iter()
+        .map(|field| match field.data_type() {
+            DataType::Dictionary(_, value)
+                if partition_names.contains(field.name()) && value.as_ref() == &DataType::Utf8 =>
+            {
+                Arc::new(field.as_ref().clone().with_data_type(DataType::Utf8View))
+            }
+            _ => Arc::clone(field),
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
 fn indexed_files(
     actions: &RecordBatch,
     file_schema: &SchemaRef,
@@ -446,13 +468,10 @@ impl TableProvider for IndexedTable {
 mod tests {
     use super::*;
     use crate::{Batches, Lake, LakeUrl};
-    use deltalake::arrow::array::{
-        BooleanArray, Float64Array, StringArray, TimestampMicrosecondArray,
-    };
     use deltalake::arrow::util::pretty::pretty_format_batches;
     use deltalake::datafusion::physical_plan::displayable;
     use deltalake::datafusion::prelude::SessionContext;
-    use lkplake_schemas::tables::{FAILURES, LINKS, MENTIONS, METRICS, METRICS_TABLE, REPORTS};
+    use lkplake_schemas::tables::METRICS_TABLE;
 
     /// 2026-11-02T10:00:00.000500Z: half a millisecond past a whole one, which Delta's
     /// statistics (milliseconds) cannot hold.
@@ -460,34 +479,11 @@ mod tests {
 
     /// `metrics` rows of one (testcase, machine), one per value, a second apart from `start`.
     fn metrics(testcase: &str, machine: &str, start: i64, values: &[f64]) -> Batches {
-        let n = values.len();
-        let text = |value: &str| Arc::new(StringArray::from(vec![value; n])) as ArrayRef;
-        let times: Vec<i64> = (0..n as i64).map(|i| start + i * 1_000_000).collect();
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(TimestampMicrosecondArray::from(times).with_timezone("UTC")),
-            text(testcase),
-            text(machine),
-            text(""),
-            text("vm-scalability.throughput"),
-            text("vm-scalability"),
-            text("9c167c0450c9a958"),
-            text("patched"),
-            Arc::new(Float64Array::from(values.to_vec())),
-            Arc::new(Float64Array::from(vec![None; n])),
-            Arc::new(Float64Array::from(vec![None; n])),
-            text("%"),
-            Arc::new(StringArray::from(vec![None::<&str>; n])),
-            Arc::new(BooleanArray::from(vec![true; n])),
-            text("k"),
-        ];
-        Batches {
-            metrics: RecordBatch::try_new(Arc::clone(&METRICS), columns)
-                .unwrap_or_else(|e| panic!("{e}")),
-            failures: RecordBatch::new_empty(Arc::clone(&FAILURES)),
-            mentions: RecordBatch::new_empty(Arc::clone(&MENTIONS)),
-            links: RecordBatch::new_empty(Arc::clone(&LINKS)),
-            reports: RecordBatch::new_empty(Arc::clone(&REPORTS)),
-        }
+        let rows: Vec<(&str, i64, f64)> = (0..)
+            .zip(values)
+            .map(|(i, &value)| ("vm-scalability.throughput", start + i * 1_000_000, value))
+            .collect();
+        crate::testing::metrics(testcase, machine, &rows)
     }
 
     /// A lake whose `metrics` has three commits: (vm-scalability, m1) with 2 rows, (vm-scalability,
@@ -562,6 +558,8 @@ mod tests {
             "SELECT machine, sum(value) AS total FROM {} GROUP BY machine ORDER BY machine",
             "SELECT testcase, value FROM {} WHERE machine = 'm1' AND value > 1 ORDER BY value",
             "SELECT count(*) AS n FROM {} WHERE testcase LIKE 'vm%'",
+            "SELECT testcase, machine, metric, count(*) AS n, max(value) AS top FROM {} \
+             GROUP BY testcase, machine, metric ORDER BY testcase, machine",
         ] {
             let indexed = rows(&ctx, &sql.replace("{}", "indexed")).await;
             assert_eq!(
@@ -574,6 +572,18 @@ mod tests {
             rows(&ctx, "SELECT count(*) AS n FROM indexed").await,
             "+---+\n| n |\n+---+\n| 6 |\n+---+"
         );
+    }
+
+    #[tokio::test]
+    async fn partition_columns_are_served_as_string_views() {
+        let (_dir, table) = lake().await;
+        let ctx = session(&table).await;
+        let types = rows(
+            &ctx,
+            "SELECT arrow_typeof(testcase) AS t, arrow_typeof(machine) AS m FROM indexed LIMIT 1",
+        )
+        .await;
+        assert!(types.contains("| Utf8View | Utf8View |"), "{types}");
     }
 
     #[tokio::test]

@@ -22,6 +22,8 @@ mod location;
 mod meeting;
 mod object_store;
 mod reader;
+#[cfg(test)]
+mod testing;
 mod writer;
 
 pub use damage::without_backtrace;
