@@ -2,7 +2,7 @@
 # Runs one fuzz target for a number of executions, seeded with the project's real inputs, and
 # prints libFuzzer's final statistics (BENCHMARKS.md, "Fuzzing").
 # Usage: fuzz/run.sh parse_message|decode_message [RUNS] [-- LIBFUZZER_ARGS...]
-#   parse_message   seeded with examples/reports and the corpus fixtures of ingest/tests
+#   parse_message   seeded with examples/reports and the corpus fixtures of parse/tests
 #   decode_message  seeded with the report JSON `lkplake parse` makes of the same mails
 # Needs cargo-fuzz (`cargo install cargo-fuzz --locked`); RUSTC_BOOTSTRAP lets the stable
 # toolchain build with the flags cargo-fuzz passes. FUZZ_SANITIZER picks cargo-fuzz's
@@ -20,7 +20,7 @@ corpus=corpus/$target
 mkdir -p "$corpus"
 case "$target" in
     parse_message)
-        cp ../examples/reports/* ../ingest/tests/fixtures/corpus/*.eml "$corpus"/
+        cp ../examples/reports/* ../parse/tests/fixtures/corpus/*.eml "$corpus"/
         ;;
     decode_message)
         bin=../target/release/lkplake
@@ -30,7 +30,7 @@ case "$target" in
         while IFS= read -r line; do
             printf '%s' "$line" >"$corpus/report-$n.json"
             n=$((n + 1))
-        done < <("$bin" parse ../examples/reports ../ingest/tests/fixtures/corpus 2>/dev/null)
+        done < <("$bin" parse ../examples/reports ../parse/tests/fixtures/corpus 2>/dev/null)
         ;;
     *) echo "no fuzz target $target" >&2; exit 2 ;;
 esac

@@ -47,7 +47,11 @@ pub async fn run(args: &ExportArgs) -> anyhow::Result<()> {
     };
     let mut out: Box<dyn Write> = match &args.out {
         Some(path) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+            tokio::fs::File::create(path)
+                .await
+                .with_context(|| format!("creating {}", path.display()))?
+                .into_std()
+                .await,
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };

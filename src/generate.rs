@@ -1,5 +1,10 @@
 //! `lkplake gen`: realistic synthetic reports for benchmarks and tests.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "`lkplake gen` runs before main starts a runtime: nothing here is on a runtime worker"
+)]
+
 use anyhow::Context;
 use clap::Args;
 use lkplake_synth::{Lifecycle, SynthConfig, generate, lifecycle, write_all, write_lifecycle};

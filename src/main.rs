@@ -14,6 +14,7 @@ mod triage;
 mod units;
 
 use clap::{Parser, Subcommand};
+use lkplake_schemas::ErrorKind;
 use lkplake_shutdown::Shutdown;
 use std::process::ExitCode;
 
@@ -93,7 +94,7 @@ fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// What an exit status means; the README's "Exit statuses" lists the same.
+/// What an exit status means; docs/CLI.md, "Exit statuses", lists the same.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
     /// Some inputs could not be read or parsed, the transformer dead-lettered messages it
@@ -134,72 +135,41 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// The exit status of a failed command: the kind of the outermost cause that has one.
 fn status(error: &anyhow::Error) -> Status {
-    use lkplake_ingest::kafka::KafkaIngestError as Ingest;
-    use lkplake_lake::LakeError;
-    use lkplake_query::QueryError;
-    use lkplake_serve::ServeError;
-    use lkplake_transform::TransformError;
-    use lkplake_trend::TrendError;
+    match error.chain().find_map(kind) {
+        Some(ErrorKind::Input) => Status::Partial,
+        Some(ErrorKind::Usage) => Status::Usage,
+        Some(ErrorKind::Broker) => Status::Broker,
+        Some(ErrorKind::Lake) => Status::Lake,
+        Some(ErrorKind::Failed) | None => Status::Failed,
+    }
+}
 
-    fn query(e: &QueryError) -> Status {
-        match e {
-            _ if e.is_unreadable_lake() => Status::Lake,
-            QueryError::InvalidRegex { .. } | QueryError::Refused(_) => Status::Usage,
-            _ => Status::Failed,
-        }
+/// The kind an error of lkplake's crates says it is.
+fn kind(cause: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
+    if cause.is::<UsageError>() {
+        return Some(ErrorKind::Usage);
     }
-    for cause in error.chain() {
-        if cause.is::<UsageError>() || cause.is::<lkplake_query::policy::Refused>() {
-            return Status::Usage;
-        }
-        if cause.is::<LakeError>() {
-            return Status::Lake;
-        }
-        if cause.is::<lkplake_kafka::BrokerError>() {
-            return Status::Broker;
-        }
-        if let Some(e) = cause.downcast_ref::<Ingest>() {
-            return match e {
-                Ingest::Source(_) => Status::Partial,
-                Ingest::ParserFailed { .. } => Status::Failed,
-                _ => Status::Broker,
-            };
-        }
-        if let Some(e) = cause.downcast_ref::<TransformError>() {
-            return match e {
-                TransformError::Broker(_)
-                | TransformError::Client { .. }
-                | TransformError::Subscribe { .. }
-                | TransformError::DeadLetter(_) => Status::Broker,
-                TransformError::Lake(_) => Status::Lake,
-                _ => Status::Failed,
-            };
-        }
-        if let Some(e) = cause.downcast_ref::<QueryError>() {
-            return query(e);
-        }
-        if let Some(e) = cause.downcast_ref::<ServeError>() {
-            return match e {
-                ServeError::Lake(_) => Status::Lake,
-                ServeError::Query(e) => query(e),
-                ServeError::Broker(_) => Status::Broker,
-                ServeError::NeedsPassword { .. } => Status::Usage,
-                _ => Status::Failed,
-            };
-        }
-        if let Some(e) = cause.downcast_ref::<TrendError>() {
-            return match e {
-                TrendError::Lake(_) => Status::Lake,
-                TrendError::Query(e) => query(e),
-                _ => Status::Failed,
-            };
-        }
-        if cause.is::<lkplake_ingest::SourceError>() {
-            return Status::Partial;
-        }
+    macro_rules! kind_of {
+        ($($error:ty),+) => {
+            $(if let Some(e) = cause.downcast_ref::<$error>() {
+                return Some(e.kind());
+            })+
+        };
     }
-    Status::Failed
+    kind_of!(
+        lkplake_query::policy::Refused,
+        lkplake_lake::LakeError,
+        lkplake_kafka::BrokerError,
+        lkplake_ingest::kafka::KafkaIngestError,
+        lkplake_transform::TransformError,
+        lkplake_query::QueryError,
+        lkplake_serve::ServeError,
+        lkplake_trend::TrendError,
+        lkplake_parse::SourceError
+    );
+    None
 }
 
 /// delta-rs 1.1, after an upload fails (a full disk), calls object_store's `BufWriter::abort`,

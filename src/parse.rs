@@ -2,9 +2,9 @@
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use lkplake_ingest::Parsed;
-use lkplake_ingest::parallel::{default_threads, parse_input};
-use lkplake_ingest::source::expand_paths;
+use lkplake_parse::Parsed;
+use lkplake_parse::parallel::{default_threads, parse_input};
+use lkplake_parse::source::expand_paths;
 use lkplake_schemas::{Link, Mention, Message, Report, Source};
 use std::io::{BufWriter, Write};
 use std::num::NonZeroUsize;

@@ -10,13 +10,13 @@ use lkplake_ingest::checkpoint::{
 };
 use lkplake_ingest::follow::{FollowConfig, follow};
 use lkplake_ingest::kafka::{
-    DLQ_TOPIC, DeadLetter, IngestSummary, KafkaTarget, MAX_MESSAGE_BYTES, REPORTS_TOPIC, ingest,
-    read_dead_letters,
+    DLQ_TOPIC, IngestSummary, KafkaTarget, MAX_MESSAGE_BYTES, REPORTS_TOPIC, ingest,
 };
+use lkplake_ingest::letter::{DeadLetter, read_dead_letters};
 use lkplake_kafka::TRANSFORM_DLQ_TOPIC;
 
-use lkplake_ingest::source::Inputs;
 use lkplake_lake::{Lake, LakeUrl};
+use lkplake_parse::source::Inputs;
 use lkplake_query::{Engine, EngineConfig};
 use lkplake_schemas::metric::DirectionTable;
 use lkplake_shutdown::Shutdown;
@@ -144,11 +144,12 @@ pub struct TransformArgs {
 }
 
 /// The built-in directions with the overrides of `file`, if any.
-fn directions(file: Option<&PathBuf>) -> anyhow::Result<DirectionTable> {
+async fn directions(file: Option<&PathBuf>) -> anyhow::Result<DirectionTable> {
     let Some(file) = file else {
         return Ok(DirectionTable::default());
     };
-    let text = std::fs::read_to_string(file)
+    let text = tokio::fs::read_to_string(file)
+        .await
         .with_context(|| format!("reading the directions file {}", file.display()))?;
     DirectionTable::default()
         .with_overrides_text(&text)
@@ -237,7 +238,7 @@ fn progress_bar(total: u64) -> ProgressBar {
 /// Walks and sizes the inputs once, off the async runtime.
 async fn inputs(paths: &[PathBuf]) -> anyhow::Result<Inputs> {
     let paths = paths.to_vec();
-    Ok(tokio::task::spawn_blocking(move || lkplake_ingest::source::inputs(&paths)).await??)
+    Ok(tokio::task::spawn_blocking(move || lkplake_parse::source::inputs(&paths)).await??)
 }
 
 async fn ingest_into(
@@ -384,7 +385,7 @@ fn print_transform(summary: &TransformSummary, dlq_topic: &str, letters: LetterT
 /// have, which makes the exit status 1 as an unreadable input does for `ingest`.
 pub async fn run_transform(args: &TransformArgs, shutdown: &Shutdown) -> anyhow::Result<bool> {
     let mut config = TransformConfig::new(args.kafka.brokers()?, args.lake.clone());
-    config.directions = directions(args.directions.as_ref())?;
+    config.directions = directions(args.directions.as_ref()).await?;
     config.topic = args.kafka.topic.clone();
     config.dlq_topic = args.kafka.transform_dlq_topic.clone();
     config.group = args.group.clone();
@@ -400,13 +401,13 @@ pub async fn run_transform(args: &TransformArgs, shutdown: &Shutdown) -> anyhow:
 }
 
 /// The transformer of `run` over this run's topics.
-fn run_transform_config(
+async fn run_transform_config(
     args: &RunArgs,
     target: &KafkaTarget,
     dlq_topic: &str,
 ) -> anyhow::Result<TransformConfig> {
     let mut config = TransformConfig::new(&target.brokers, args.lake.clone());
-    config.directions = directions(args.directions.as_ref())?;
+    config.directions = directions(args.directions.as_ref()).await?;
     config.topic = target.reports_topic.clone();
     config.dlq_topic = dlq_topic.to_owned();
     // The embedded cluster has no CreateTopics: `run` made the topic on the cluster object.
@@ -554,7 +555,7 @@ pub async fn run_all(args: &RunArgs, shutdown: &Shutdown) -> anyhow::Result<bool
         // skips what the lake already holds.
         let mut follow_config = args.follow.config(&args.paths)?;
         follow_config.create_topic = args.brokers.is_some();
-        let config = run_transform_config(args, &target, &transform_dlq)?;
+        let config = run_transform_config(args, &target, &transform_dlq).await?;
         let (ingested, transformed) = tokio::join!(
             follow_into(&target, follow_config, shutdown),
             transform(config, shutdown.cancelled())
@@ -564,7 +565,7 @@ pub async fn run_all(args: &RunArgs, shutdown: &Shutdown) -> anyhow::Result<bool
         return Ok(ingested?.all_read() && transformed.dead_lettered == 0);
     }
     let ingested = ingest_into(&target, inputs, shutdown).await?;
-    let mut config = run_transform_config(args, &target, &transform_dlq)?;
+    let mut config = run_transform_config(args, &target, &transform_dlq).await?;
     config.until_idle = true;
     let summary = transform(config, shutdown.cancelled()).await?;
     print_transform(&summary, &transform_dlq, letter_topic);

@@ -8,5 +8,5 @@ use lkplake_schemas::Source;
 
 fuzz_target!(|data: &[u8]| {
     let source = Source::file("fuzz", 0);
-    let _ = lkplake_ingest::parse_message(data, &source);
+    let _ = lkplake_parse::parse_message(data, &source);
 });

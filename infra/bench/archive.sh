@@ -3,7 +3,7 @@
 # side in one run: git's own dump of the repository (`git cat-file --batch-all-objects
 # --batch`), git reading every commit's message the way lkplake asks for it (`rev-list` into
 # `cat-file --batch` with `<commit>:m`), and lkplake reading, decoding and parsing every
-# message: the `read_archive` example of lkplake-ingest (the code path of `lkplake parse`
+# message: the `read_archive` example of lkplake-parse (the code path of `lkplake parse`
 # without printing, in a release build that needs neither Kafka nor the lake), and the
 # `lkplake parse` binary given as LKPLAKE_BENCH_BIN (or target/release/lkplake if built). Wall
 # time, messages/s and MB/s of message bytes; peak RSS of each process on its own (lkplake's
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=${1:?usage: $0 GIT_DIR}
 bin=${LKPLAKE_BENCH_BIN:-target/release/lkplake}
-cargo build --release --locked --quiet -p lkplake-ingest --no-default-features --example read_archive
+cargo build --release --locked --quiet -p lkplake-parse --example read_archive
 reader=target/release/examples/read_archive
 export GIT_NO_LAZY_FETCH=1
 work=$(mktemp -d)
@@ -66,7 +66,7 @@ run "git cat-file --batch-all-objects --batch" \
     "git --git-dir='$repo' cat-file --batch-all-objects --batch >/dev/null"
 run "git rev-list | git cat-file --batch (<c>:m)" \
     "git --git-dir='$repo' rev-list --reverse HEAD | sed 's/\$/:m/' | git --git-dir='$repo' cat-file --batch >/dev/null"
-run "lkplake-ingest read_archive (release)" "exec '$reader' '$repo'"
+run "lkplake-parse read_archive (release)" "exec '$reader' '$repo'"
 echo "read_archive: $(cat "$work/out")"
 if [ -x "$bin" ]; then
     run "lkplake parse ($bin)" "exec '$bin' parse '$repo' >/dev/null"

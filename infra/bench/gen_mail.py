@@ -5,7 +5,7 @@ Writes to stdout, and one line of counts to stderr for the caller to check again
 `lkplake parse` reports:
 
   gen_mail.py tables N      one report mail of N detail tables, each its own test (the shape of
-                            ingest/tests/fixtures/corpus/0750.eml, trimmed: no `commit:` list, one
+                            parse/tests/fixtures/corpus/0750.eml, trimmed: no `commit:` list, one
                             row per table), so N tables of about 250 bytes
   gen_mail.py mbox BYTES    an mbox of about BYTES bytes: list discussion with a kernel test robot
                             report (3 tables) every 50th message, as a list archive is

@@ -12,7 +12,7 @@
 //! `dlq:<topic>:<partition>:<offset>` for a dead letter that `dlq replay` delivered.
 
 use crate::kafka::{KafkaIngestError, read_topic};
-use crate::source::Input;
+use lkplake_parse::source::Input;
 use rdkafka::message::Message as _;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
@@ -173,6 +173,10 @@ const SETTLED_NS: u64 = 2_000_000_000;
 /// SHA-256 rather than a cheaper hash: it is in the tree already (dead letters name their
 /// input with it), and next to reading the file from disk it costs little; the times spare
 /// the reading itself for files that did not change.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "runs on ingest's parser thread and in follow's `spawn_blocking`, never on a runtime worker"
+)]
 pub fn file_position(path: &Path) -> std::io::Result<Position> {
     use sha2::{Digest, Sha256};
     // The clock first, then the times, then the bytes: see `SETTLED_NS`.
@@ -353,9 +357,13 @@ impl Checkpointer {
 }
 
 #[cfg(test)]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the tests write the files they fingerprint from plain test threads"
+)]
 mod tests {
     use super::*;
-    use crate::source::Epoch;
+    use lkplake_parse::source::Epoch;
     use std::path::PathBuf;
 
     #[test]

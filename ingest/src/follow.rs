@@ -8,7 +8,7 @@
 
 use crate::checkpoint::{Checkpointer, Checkpoints};
 use crate::kafka::{IngestSummary, KafkaIngestError, KafkaTarget, create_topics, ingest, producer};
-use crate::source::{self, Input};
+use lkplake_parse::source::{self, Input};
 use rdkafka::admin::{NewTopic, TopicReplication};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -42,7 +42,10 @@ pub async fn follow(
         ensure_sources_topic(&target.brokers, &config.sources_topic).await?;
     }
     let (brokers, topic) = (target.brokers.clone(), config.sources_topic.clone());
-    let saved = blocking(move || Checkpoints::load(&brokers, &topic)).await?;
+    let saved = blocking("reading the checkpoints", move || {
+        Checkpoints::load(&brokers, &topic)
+    })
+    .await?;
     let mut checkpoints = Checkpointer::new(
         producer(&target.brokers)?,
         config.sources_topic.clone(),
@@ -52,13 +55,16 @@ pub async fn follow(
     loop {
         let (paths, fetch) = (config.paths.clone(), config.fetch);
         let saved = checkpoints.saved.clone();
-        let inputs = blocking(move || -> Result<_, KafkaIngestError> {
-            let inputs = source::expand_paths(&paths)?;
-            if fetch {
-                fetch_epochs(&inputs);
-            }
-            Ok(source::sized(saved.pending(inputs)))
-        })
+        let inputs = blocking(
+            "listing the sources",
+            move || -> Result<_, KafkaIngestError> {
+                let inputs = source::expand_paths(&paths)?;
+                if fetch {
+                    fetch_epochs(&inputs);
+                }
+                Ok(source::sized(saved.pending(inputs)))
+            },
+        )
         .await?;
         if !inputs.inputs.is_empty() {
             let round =
@@ -95,16 +101,15 @@ fn fetch_epochs(inputs: &[Input]) {
     }
 }
 
-/// Runs blocking work (walking paths, git, reading a topic to its end) off the runtime.
+/// Runs blocking work (walking paths, git, reading a topic to its end) off the runtime;
+/// `what` names it if the task fails.
 pub(crate) async fn blocking<T: Send + 'static>(
+    what: &'static str,
     work: impl FnOnce() -> Result<T, KafkaIngestError> + Send + 'static,
 ) -> Result<T, KafkaIngestError> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| KafkaIngestError::ParserFailed {
-            input: "the sources".to_owned(),
-            reason: e.to_string(),
-        })?
+        .map_err(|source| KafkaIngestError::Task { what, source })?
 }
 
 /// Creates the checkpoint topic, compacted (only each source's last position matters),

@@ -2,19 +2,20 @@
 //! topic, and the ingest run that feeds parsed reports into them.
 
 use crate::checkpoint::{self, Checkpointer, Position};
-use crate::error::{ParseError, SourceError};
-use crate::parallel::{Outcome, default_threads, panic_reason, parse_input};
-use crate::parser::Parsed;
-use crate::source::{Input, InputRead, Inputs, TOO_LARGE_HEAD};
+use crate::letter::{self, Cut};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use lkplake_schemas::{Message as WireMessage, Source};
+use lkplake_parse::error::{ParseError, SourceError};
+use lkplake_parse::parallel::{Outcome, default_threads, panic_reason, parse_input};
+use lkplake_parse::parser::Parsed;
+use lkplake_parse::source::{Input, InputRead, Inputs, TOO_LARGE_HEAD};
+use lkplake_schemas::{ErrorKind, Message as WireMessage, Source};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::{ClientContext, DefaultClientContext};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{BorrowedMessage, Header, Headers, Message as _, OwnedHeaders};
+use rdkafka::message::{BorrowedMessage, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
@@ -22,13 +23,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-// The topic names and the letter format are shared with the transformer and `lkplake dlq`.
-use lkplake_kafka::letter::{
-    COMMIT as HEADER_COMMIT, Consumed, EPOCH as HEADER_EPOCH, ERROR as HEADER_ERROR,
-    INDEX as HEADER_INDEX, OFFSET as HEADER_OFFSET, PARTITION as HEADER_PARTITION,
-    PATH as HEADER_PATH, SHA256 as HEADER_SHA256, SIZE as HEADER_SIZE, TOPIC as HEADER_TOPIC,
-    TRUNCATED as HEADER_TRUNCATED,
-};
+// The topic names are shared with the transformer and `lkplake dlq`.
 pub use lkplake_kafka::letter::{DLQ_TOPIC, REPORTS_TOPIC};
 
 /// The largest message the producer sends by default, and the most `--max-message-bytes`
@@ -84,6 +79,11 @@ pub enum KafkaIngestError {
     ParserFailed { input: String, reason: String },
     #[error(transparent)]
     Source(#[from] SourceError),
+    #[error("{what} failed: {source}")]
+    Task {
+        what: &'static str,
+        source: tokio::task::JoinError,
+    },
     #[error(
         "topic {topic} takes messages of at most {bytes} bytes (its max.message.bytes): too small for a report; raise it to {wanted} (what `lkplake ingest` gives the topics it creates)"
     )]
@@ -98,6 +98,23 @@ pub enum KafkaIngestError {
         key: String,
         reason: String,
     },
+}
+
+impl KafkaIngestError {
+    /// What kind of failure this is, for the exit status.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Source(e) => e.kind(),
+            Self::ParserFailed { .. } | Self::Task { .. } => ErrorKind::Failed,
+            Self::Client { .. }
+            | Self::CreateTopic { .. }
+            | Self::Delivery { .. }
+            | Self::Consume { .. }
+            | Self::Broker(_)
+            | Self::TopicLimit { .. }
+            | Self::Checkpoint { .. } => ErrorKind::Broker,
+        }
+    }
 }
 
 /// Where to send.
@@ -353,6 +370,32 @@ impl IngestSummary {
     pub fn all_read(&self) -> bool {
         self.unreadable == 0 && self.missing == 0
     }
+
+    /// Counts a message sent to the reports topic.
+    fn count(&mut self, sent: Sent) {
+        match sent {
+            Sent::Report => self.reports += 1,
+            Sent::Quoted => {
+                self.reports += 1;
+                self.quoted += 1;
+            }
+            Sent::Mention => self.mentions += 1,
+            Sent::Link => self.links += 1,
+        }
+    }
+
+    /// Counts the input `name`, read to its end: `size` bytes as stored.
+    fn read(&mut self, name: &str, read: &InputRead, size: u64) {
+        self.inputs += 1;
+        self.messages += read.messages;
+        self.missing += read.missing;
+        // Every epoch read (only an epoch has a head, or can lack a message), to count a
+        // follower's missing messages once across polls (see `absorb`).
+        if read.head.is_some() || read.missing > 0 {
+            self.missing_in.insert(name.to_owned(), read.missing);
+        }
+        self.bytes += size;
+    }
 }
 
 /// Where an ingest stopped early.
@@ -374,12 +417,6 @@ pub(crate) enum Sent {
     Quoted,
     Mention,
     Link,
-}
-
-/// What a dead letter cut to its first bytes records of the whole input.
-pub(crate) struct Cut {
-    size: u64,
-    sha256: String,
 }
 
 /// Why something is too large, naming both limits that may have set `limit`.
@@ -575,11 +612,83 @@ pub async fn ingest(
     let producer = producer_for(&target.brokers, limit)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(1024);
     let files = inputs.inputs.len() as u64;
-    let parser_stop = stop.clone();
-    let checkpointing = checkpoints.is_some();
+    let parser = spawn_parser(inputs, checkpoints.is_some(), limit, stop.clone(), tx);
+    let mut run = Run::default();
+    let mut in_flight = FuturesUnordered::new();
+    loop {
+        // A stop does not wait for the parser: it may be blocked reading a pipe.
+        let item = tokio::select! {
+            biased;
+            () = stop.cancelled() => {
+                run.stopped(files);
+                break;
+            }
+            item = rx.recv() => match item {
+                Some(item) => item,
+                None => break,
+            },
+        };
+        while in_flight.len() >= MAX_IN_FLIGHT {
+            if let Some(result) = in_flight.next().await {
+                result?;
+            }
+        }
+        let input_read = matches!(item, Item::Input { .. });
+        if let Some(send) = run.take(item, &producer, target) {
+            in_flight.push(send);
+        }
+        if input_read {
+            progress(run.summary.bytes);
+        }
+        if let Some(checkpoints) = checkpoints.as_deref_mut()
+            && run.checkpoint_due()
+        {
+            // Everything read before the position must be acknowledged before it is saved.
+            acknowledged(&mut in_flight).await?;
+            run.save(checkpoints).await?;
+        }
+    }
+    acknowledged(&mut in_flight).await?;
+    if let Some(checkpoints) = checkpoints {
+        run.save(checkpoints).await?;
+    }
+    if run.summary.stopped.is_some() {
+        // Not joined: the parser may be blocked reading a pipe. Closing the channel ends it
+        // at its next message; the process exit ends it otherwise.
+        drop(rx);
+        return Ok(run.summary);
+    }
+    // The channel closed: the thread has ended. A panic outside the per-message guard (in
+    // decompression or splitting an archive) ended it early, with input left unread.
+    parser
+        .join()
+        .map_err(|panic| KafkaIngestError::ParserFailed {
+            input: run.reading,
+            reason: panic_reason(panic.as_ref()),
+        })?;
+    Ok(run.summary)
+}
+
+/// Waits for every send in flight to be acknowledged.
+async fn acknowledged(in_flight: &mut FuturesUnordered<Pending>) -> Result<(), KafkaIngestError> {
+    while let Some(result) = in_flight.next().await {
+        result?;
+    }
+    Ok(())
+}
+
+/// Reads and parses `inputs` on a thread of its own, handing what it finds to `tx`: each
+/// input's [`Item::Begin`], what each message holds ([`send_outcome`]), and the input's end or
+/// why it could not be read. Stops at the first message after `stop`, or once `tx` closes.
+fn spawn_parser(
+    inputs: Inputs,
+    checkpointing: bool,
+    limit: usize,
+    stop: CancellationToken,
+    tx: tokio::sync::mpsc::Sender<Item>,
+) -> std::thread::JoinHandle<()> {
     let threads = default_threads();
-    let parser = std::thread::spawn(move || {
-        let stop = parser_stop;
+    std::thread::spawn(move || {
         for (mut input, size) in inputs.inputs {
             let key = checkpointing.then(|| checkpoint::key_of(&input)).flatten();
             // A checkpoint says "everything up to here was delivered": an epoch read on past
@@ -633,54 +742,62 @@ pub async fn ingest(
                 return;
             }
         }
-    });
+    })
+}
 
-    let mut summary = IngestSummary::default();
-    let mut reading = String::new();
-    // Inputs begun, and the index of the last message seen of the one being read.
-    let mut begun = 0u64;
-    let mut last_index = None;
-    let mut in_flight = FuturesUnordered::new();
-    // The input being read's checkpoint key, and its position not yet saved.
-    let mut key = None::<String>;
-    let mut position: Option<Position> = None;
-    let mut saved_at = Instant::now();
-    loop {
-        // A stop does not wait for the parser: it may be blocked reading a pipe.
-        let item = tokio::select! {
-            biased;
-            () = stop.cancelled() => {
-                summary.stopped.get_or_insert(Stopped {
-                    path: reading.clone(),
-                    // The last message seen may have had more reports than were taken.
-                    next_message: last_index.unwrap_or(0),
-                    inputs_not_read: files.saturating_sub(begun),
-                });
-                break;
-            }
-            item = rx.recv() => match item {
-                Some(item) => item,
-                None => break,
-            },
-        };
-        match &item {
-            Item::Report { source, .. } | Item::Dead { source, .. } => {
-                last_index = Some(source.index);
-            }
-            Item::Done { index, .. } => last_index = Some(*index),
-            Item::Begin { .. } => {
-                begun += 1;
-                last_index = None;
-            }
-            _ => {}
+/// The producing side of an ingest run: what the parser handed over so far, and where
+/// reading stands for the summary and the checkpoints.
+struct Run {
+    summary: IngestSummary,
+    /// The input being read.
+    reading: String,
+    /// Inputs begun.
+    begun: u64,
+    /// The index of the last message seen of the input being read.
+    last_index: Option<u64>,
+    /// The input being read's checkpoint key ...
+    key: Option<String>,
+    /// ... and its position not yet saved.
+    position: Option<Position>,
+    /// Whether the last item ended an input whose position is now due.
+    input_done: bool,
+    saved_at: Instant,
+}
+
+impl Default for Run {
+    fn default() -> Self {
+        Self {
+            summary: IngestSummary::default(),
+            reading: String::new(),
+            begun: 0,
+            last_index: None,
+            key: None,
+            position: None,
+            input_done: false,
+            saved_at: Instant::now(),
         }
-        // Whether the position must be saved now: an input read to its end.
-        let mut input_done = false;
-        while in_flight.len() >= MAX_IN_FLIGHT {
-            if let Some(result) = in_flight.next().await {
-                result?;
-            }
-        }
+    }
+}
+
+impl Run {
+    /// Records where reading stopped, for a stop asked for while reading `files` inputs.
+    fn stopped(&mut self, files: u64) {
+        self.summary.stopped.get_or_insert(Stopped {
+            path: self.reading.clone(),
+            // The last message seen may have had more reports than were taken.
+            next_message: self.last_index.unwrap_or(0),
+            inputs_not_read: files.saturating_sub(self.begun),
+        });
+    }
+
+    /// Counts `item` and returns its send, if it is one.
+    fn take(
+        &mut self,
+        item: Item,
+        producer: &FutureProducer,
+        target: &KafkaTarget,
+    ) -> Option<Pending> {
+        self.input_done = false;
         match item {
             Item::Report {
                 key,
@@ -688,23 +805,16 @@ pub async fn ingest(
                 source,
                 payload,
             } => {
-                match sent {
-                    Sent::Report => summary.reports += 1,
-                    Sent::Quoted => {
-                        summary.reports += 1;
-                        summary.quoted += 1;
-                    }
-                    Sent::Mention => summary.mentions += 1,
-                    Sent::Link => summary.links += 1,
-                }
-                in_flight.push(deliver(
-                    &producer,
+                self.last_index = Some(source.index);
+                self.summary.count(sent);
+                Some(deliver(
+                    producer,
                     &target.reports_topic,
                     key,
                     payload,
                     None,
                     source,
-                ));
+                ))
             }
             Item::Dead {
                 source,
@@ -713,143 +823,73 @@ pub async fn ingest(
                 cut,
                 truncated,
             } => {
+                self.last_index = Some(source.index);
                 tracing::warn!(path = %source.path, index = source.index, %error, "dead-lettered");
-                summary.dead_lettered += 1;
-                let index = source.index.to_string();
-                let headers = OwnedHeaders::new()
-                    .insert(Header {
-                        key: HEADER_ERROR,
-                        value: Some(error.as_str()),
-                    })
-                    .insert(Header {
-                        key: HEADER_PATH,
-                        value: Some(source.path.as_str()),
-                    })
-                    .insert(Header {
-                        key: HEADER_INDEX,
-                        value: Some(index.as_str()),
-                    });
-                let epoch = source.epoch.map(|e| e.to_string());
-                let headers = match (&epoch, &source.commit) {
-                    (Some(epoch), Some(commit)) => headers
-                        .insert(Header {
-                            key: HEADER_EPOCH,
-                            value: Some(epoch.as_str()),
-                        })
-                        .insert(Header {
-                            key: HEADER_COMMIT,
-                            value: Some(commit.as_str()),
-                        }),
-                    _ => headers,
-                };
-                let size = cut.as_ref().map(|c| c.size.to_string());
-                let headers = match (&size, &cut) {
-                    (Some(size), Some(cut)) => headers
-                        .insert(Header {
-                            key: HEADER_SIZE,
-                            value: Some(size.as_str()),
-                        })
-                        .insert(Header {
-                            key: HEADER_SHA256,
-                            value: Some(cut.sha256.as_str()),
-                        }),
-                    _ => headers,
-                };
-                let truncated = truncated.map(|bytes| bytes.to_string());
-                let headers = match &truncated {
-                    Some(bytes) => headers.insert(Header {
-                        key: HEADER_TRUNCATED,
-                        value: Some(bytes.as_str()),
-                    }),
-                    None => headers,
-                };
+                self.summary.dead_lettered += 1;
+                let headers = letter::headers(&source, &error, cut.as_ref(), truncated);
                 let key = source.to_string();
-                in_flight.push(deliver(
-                    &producer,
+                Some(deliver(
+                    producer,
                     &target.dlq_topic,
                     key,
                     raw,
                     Some(headers),
                     source,
-                ));
+                ))
             }
             Item::NotAReport => {
-                summary.not_reports += 1;
+                self.summary.not_reports += 1;
+                None
             }
             Item::Unreadable(e) => {
                 eprintln!("lkplake ingest: {e}");
-                summary.unreadable += 1;
+                self.summary.unreadable += 1;
+                None
             }
-            Item::Begin {
-                name,
-                key: input_key,
-            } => {
+            Item::Begin { name, key } => {
                 tracing::debug!(input = %name, "reading an input");
-                reading = name;
-                key = input_key;
+                self.begun += 1;
+                self.last_index = None;
+                self.reading = name;
+                self.key = key;
                 // What was not saved of an input that ended unreadable is read again.
-                position = None;
+                self.position = None;
+                None
             }
-            Item::Done { commit, .. } => {
-                if let (Some(_), Some(commit)) = (&key, commit) {
-                    position = Some(Position::Epoch { commit });
+            Item::Done { index, commit } => {
+                self.last_index = Some(index);
+                if let (Some(_), Some(commit)) = (&self.key, commit) {
+                    self.position = Some(Position::Epoch { commit });
                 }
+                None
             }
             Item::Input { read, size, end } => {
                 if end.is_some() {
-                    position = end;
-                    input_done = true;
+                    self.position = end;
+                    self.input_done = true;
                 }
-                summary.inputs += 1;
-                summary.messages += read.messages;
-                summary.missing += read.missing;
-                // Every epoch read (only an epoch has a head, or can lack a message), to
-                // count a follower's missing messages once across polls (see `absorb`).
-                if read.head.is_some() || read.missing > 0 {
-                    summary.missing_in.insert(reading.clone(), read.missing);
-                }
-                summary.bytes += size;
+                self.summary.read(&self.reading, &read, size);
+                None
+            }
+        }
+    }
 
-                progress(summary.bytes);
-            }
-        }
-        if let Some(checkpoints) = checkpoints.as_deref_mut()
-            && position.is_some()
-            && (input_done || saved_at.elapsed() >= CHECKPOINT_EVERY)
-        {
-            // Everything read before the position must be acknowledged before it is saved.
-            while let Some(result) = in_flight.next().await {
-                result?;
-            }
+    /// Whether a position waits to be saved and is due: its input was read to its end, or
+    /// the last save is [`CHECKPOINT_EVERY`] old.
+    fn checkpoint_due(&self) -> bool {
+        self.position.is_some() && (self.input_done || self.saved_at.elapsed() >= CHECKPOINT_EVERY)
+    }
+
+    /// Saves the position not yet saved, if any; everything read before it must have been
+    /// acknowledged.
+    async fn save(&mut self, checkpoints: &mut Checkpointer) -> Result<(), KafkaIngestError> {
+        if let (Some(key), Some(position)) = (&self.key, self.position.take()) {
             lkplake_faults::point(lkplake_faults::BEFORE_CHECKPOINT);
-            if let (Some(key), Some(position)) = (&key, position.take()) {
-                checkpoints.save(key.clone(), position).await?;
-            }
-            saved_at = Instant::now();
+            checkpoints.save(key.clone(), position).await?;
         }
+        self.saved_at = Instant::now();
+        Ok(())
     }
-    while let Some(result) = in_flight.next().await {
-        result?;
-    }
-    if let (Some(checkpoints), Some(key), Some(position)) = (checkpoints, key, position) {
-        lkplake_faults::point(lkplake_faults::BEFORE_CHECKPOINT);
-        checkpoints.save(key, position).await?;
-    }
-    if summary.stopped.is_some() {
-        // Not joined: the parser may be blocked reading a pipe. Closing the channel ends it
-        // at its next message; the process exit ends it otherwise.
-        drop(rx);
-        return Ok(summary);
-    }
-    // The channel closed: the thread has ended. A panic outside the per-message guard (in
-    // decompression or splitting an archive) ended it early, with input left unread.
-    parser
-        .join()
-        .map_err(|panic| KafkaIngestError::ParserFailed {
-            input: reading,
-            reason: panic_reason(panic.as_ref()),
-        })?;
-    Ok(summary)
 }
 
 /// A send that resolves once the broker acknowledged it (`acks=all`).
@@ -929,41 +969,6 @@ pub(crate) fn deliver(
     })
 }
 
-/// One entry of a dead-letter topic: ingest's, or the transformer's (then `consumed` says
-/// which message of the reports topic it is).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeadLetter {
-    /// Where the letter is on the dead-letter topic.
-    pub partition: i32,
-    /// Its offset in that partition.
-    pub offset: i64,
-    /// Where the message was read (empty for the transformer's letters).
-    pub source: Source,
-    /// For the transformer's letters: the message of the reports topic it could not read.
-    pub consumed: Option<Consumed>,
-    /// Why the parser (or the transformer) refused it.
-    pub error: String,
-    /// The message exactly as read, or its first [`LETTER_HEAD`] bytes when it was larger
-    /// than a message holds (then `whole` says so) or too large to read whole (then
-    /// `truncated` does).
-    pub raw: Vec<u8>,
-    /// For a letter cut to its first bytes: the whole input's size and SHA-256.
-    pub whole: Option<(u64, String)>,
-    /// For a message larger than the most one message may be, not read past the first bytes
-    /// the letter holds: that limit, in bytes.
-    pub truncated: Option<u64>,
-}
-
-impl DeadLetter {
-    /// The size of the input the letter stands for (of a truncated letter, only the bytes it
-    /// holds are known).
-    pub fn size(&self) -> u64 {
-        self.whole
-            .as_ref()
-            .map_or(self.raw.len() as u64, |(size, _)| *size)
-    }
-}
-
 /// A consumer context for reading to the end: librdkafka also reports reaching a partition's
 /// end as a global error, which is how the reader knows it is done, not something to log.
 struct QuietAtEnd;
@@ -1026,50 +1031,10 @@ pub(crate) fn read_topic(
     Ok(())
 }
 
-/// Reads a whole dead-letter topic (ingest's or the transformer's: one format) from the
-/// beginning to its current end.
-pub fn read_dead_letters(brokers: &str, topic: &str) -> Result<Vec<DeadLetter>, KafkaIngestError> {
-    let mut out = Vec::new();
-    read_topic(brokers, topic, |message| {
-        let header = |name: &str| {
-            message
-                .headers()
-                .and_then(|h| h.iter().find(|h| h.key == name))
-                .and_then(|h| h.value)
-                .map(|v| String::from_utf8_lossy(v).into_owned())
-                .unwrap_or_default()
-        };
-        let commit = header(HEADER_COMMIT);
-        out.push(DeadLetter {
-            partition: message.partition(),
-            offset: message.offset(),
-            source: Source {
-                path: header(HEADER_PATH),
-                index: header(HEADER_INDEX).parse().unwrap_or_default(),
-                epoch: header(HEADER_EPOCH).parse().ok(),
-                commit: (!commit.is_empty()).then_some(commit),
-            },
-            consumed: Consumed::parse(
-                &header(HEADER_TOPIC),
-                &header(HEADER_PARTITION),
-                &header(HEADER_OFFSET),
-            ),
-            error: header(HEADER_ERROR),
-            raw: message.payload().map(<[u8]>::to_vec).unwrap_or_default(),
-            whole: header(HEADER_SIZE)
-                .parse()
-                .ok()
-                .map(|size| (size, header(HEADER_SHA256))),
-            truncated: header(HEADER_TRUNCATED).parse().ok(),
-        });
-    })?;
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::TooLarge;
+    use lkplake_parse::error::TooLarge;
 
     /// What `send_outcome` hands the producer for `outcome`, messages holding `limit` bytes.
     fn sent(outcome: Outcome, limit: usize) -> Vec<Item> {

@@ -1,26 +1,14 @@
-//! `lkplake-ingest`: everything between a report source and the Kafka topic.
+//! `lkplake-ingest`: reports to Kafka.
 //!
-//! Sources ([`source`]) yield raw messages from files, directories, mbox archives and stdin;
-//! [`decode`] turns a message in any state of archive damage into headers and body text; the
-//! [`parser`] reads kernel test robot performance reports from that text. The parser is a
-//! pure function: bytes in, reports or a typed error out, never a panic.
+//! Mail is read and parsed by `lkplake-parse`; this crate sends what it yields to the reports
+//! topic and what it cannot read to the dead-letter topic ([`kafka`], in the format of
+//! [`letter`]), follows growing sources with checkpoints kept in Kafka ([`follow`],
+//! [`checkpoint`]), and parses dead letters again after a parser fix ([`replay`]).
 
 #![warn(missing_docs)]
 
-#[cfg(feature = "kafka")]
 pub mod checkpoint;
-pub mod decode;
-pub mod error;
-#[cfg(feature = "kafka")]
 pub mod follow;
-#[cfg(feature = "kafka")]
 pub mod kafka;
-pub mod parallel;
-pub mod parser;
-pub mod prefilter;
-#[cfg(feature = "kafka")]
+pub mod letter;
 pub mod replay;
-pub mod source;
-
-pub use error::{ParseError, SourceError};
-pub use parser::{Parsed, parse_message};

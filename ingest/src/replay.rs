@@ -8,12 +8,10 @@
 
 use crate::checkpoint::{Checkpointer, Checkpoints, Position, dead_letter_key};
 use crate::follow::{blocking, ensure_sources_topic};
-use crate::kafka::{
-    DeadLetter, Item, KafkaIngestError, KafkaTarget, Sent, deliver, encode, producer,
-    read_dead_letters,
-};
-use crate::parallel::panic_reason;
-use crate::parser::{Parsed, parse_message};
+use crate::kafka::{Item, KafkaIngestError, KafkaTarget, Sent, deliver, encode, producer};
+use crate::letter::{DeadLetter, read_dead_letters};
+use lkplake_parse::parallel::panic_reason;
+use lkplake_parse::parser::{Parsed, parse_message};
 use std::panic::AssertUnwindSafe;
 
 /// What a replay did.
@@ -49,7 +47,7 @@ pub async fn replay(
         target.dlq_topic.clone(),
         sources_topic.to_owned(),
     );
-    let (letters, saved) = blocking(move || {
+    let (letters, saved) = blocking("reading the dead letters", move || {
         Ok((
             read_dead_letters(&brokers, &dlq)?,
             Checkpoints::load(&brokers, &topic)?,
@@ -76,7 +74,7 @@ pub async fn replay(
             parse_message(&letter.raw, &letter.source)
         }))
         .unwrap_or_else(|panic| {
-            Err(crate::ParseError::Panicked {
+            Err(lkplake_parse::ParseError::Panicked {
                 reason: panic_reason(panic.as_ref()),
             })
         });

@@ -1,5 +1,6 @@
 //! Errors of talking to a broker, each naming the broker or topic and what to check.
 
+use lkplake_schemas::ErrorKind;
 use rdkafka::error::KafkaError;
 
 /// Why a call failed; each variant's message is its documentation (and what the user reads).
@@ -29,4 +30,11 @@ pub enum BrokerError {
     EndsUnknown { topic: String, partitions: Vec<i32> },
     #[error("{what}: {reason}")]
     Thread { what: String, reason: String },
+}
+
+impl BrokerError {
+    /// What kind of failure this is, for the exit status: always the broker's.
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Broker
+    }
 }

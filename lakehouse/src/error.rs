@@ -2,6 +2,7 @@
 
 use deltalake::DeltaTableError;
 use deltalake::kernel::transaction::{CommitConflictError, TransactionError};
+use lkplake_schemas::ErrorKind;
 
 use deltalake::datafusion::error::DataFusionError;
 use std::path::PathBuf;
@@ -43,6 +44,11 @@ pub enum LakeError {
 }
 
 impl LakeError {
+    /// What kind of failure this is, for the exit status: always the lake's.
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Lake
+    }
+
     /// Whether the store could not be read at all (no such bucket, refused credentials, no
     /// answer), as opposed to a table whose files are damaged: delta-kernel reports both as
     /// its errors, the first with this text (it keeps the object store's error only as text).

@@ -3,6 +3,7 @@
 use datafusion::arrow::error::ArrowError;
 use datafusion::error::DataFusionError;
 use lkplake_lake::LakeError;
+use lkplake_schemas::ErrorKind;
 
 /// Why a query or the engine failed; each variant's message is its documentation (and what the user reads).
 #[allow(missing_docs)]
@@ -37,9 +38,19 @@ pub enum QueryError {
 }
 
 impl QueryError {
+    /// What kind of failure this is, for the exit status: the lake's own files failing a
+    /// query are the lake's (status 4), not the query's.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            _ if self.is_unreadable_lake() => ErrorKind::Lake,
+            Self::InvalidRegex { .. } | Self::Refused(_) => ErrorKind::Usage,
+            _ => ErrorKind::Failed,
+        }
+    }
+
     /// Whether the lake's own files failed the query: a damaged table, or a data file its log
-    /// lists that is missing or cut short. (Exit status 4, the lake's, rather than a query's.)
-    pub fn is_unreadable_lake(&self) -> bool {
+    /// lists that is missing or cut short.
+    fn is_unreadable_lake(&self) -> bool {
         match self {
             QueryError::Lake(_) => true,
             QueryError::DataFusion(e) => match e.find_root() {

@@ -6,6 +6,7 @@
 use datafusion::sql::parser::{DFParser, Statement as DfStatement};
 use datafusion::sql::sqlparser::ast::{Query, Set, SetExpr, Statement};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use lkplake_schemas::ErrorKind;
 
 /// A statement the read side will not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -16,6 +17,13 @@ use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 pub struct Refused {
     /// The kind of statement, e.g. `INSERT` or `COPY`.
     pub what: String,
+}
+
+impl Refused {
+    /// What kind of failure this is, for the exit status: the user asked for something refused.
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Usage
+    }
 }
 
 fn refuse(what: impl Into<String>) -> Result<(), Refused> {

@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+mod error_kind;
 pub mod key;
 pub mod link;
 pub mod mention;
@@ -14,6 +15,7 @@ pub mod metric;
 pub mod report;
 pub mod tables;
 
+pub use error_kind::ErrorKind;
 pub use link::{Link, LinkKind, link_key};
 pub use mention::{Mention, Message, mention_key};
 pub use report::{

@@ -1,6 +1,11 @@
 //! The checked-in JSON Schema is the contract with consumers of `lkp.reports`; it must be
 //! exactly what the types generate.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests drive the program from plain threads, not from a runtime worker"
+)]
+
 use std::path::PathBuf;
 
 fn checked_in_path() -> PathBuf {

@@ -5,6 +5,7 @@ use datafusion::error::DataFusionError;
 use lkplake_kafka::BrokerError;
 use lkplake_lake::LakeError;
 use lkplake_query::QueryError;
+use lkplake_schemas::ErrorKind;
 use std::net::SocketAddr;
 
 /// Why serving stopped or could not start; each variant's message is its documentation (and what the user reads).
@@ -27,8 +28,11 @@ pub enum ServeError {
         listen: SocketAddr,
         source: std::io::Error,
     },
-    #[error("{what} failed: {reason}")]
-    Worker { what: &'static str, reason: String },
+    #[error("{what} failed: {source}")]
+    Worker {
+        what: &'static str,
+        source: tokio::task::JoinError,
+    },
     #[error("{0}")]
     DataFusion(Box<DataFusionError>),
     #[error("encoding results: {0}")]
@@ -43,5 +47,22 @@ pub enum ServeError {
 impl From<DataFusionError> for ServeError {
     fn from(e: DataFusionError) -> Self {
         Self::DataFusion(Box::new(e))
+    }
+}
+
+impl ServeError {
+    /// What kind of failure this is, for the exit status.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Query(e) => e.kind(),
+            Self::Lake(_) => ErrorKind::Lake,
+            Self::Broker(_) => ErrorKind::Broker,
+            Self::NeedsPassword { .. } => ErrorKind::Usage,
+            Self::Bind { .. }
+            | Self::Worker { .. }
+            | Self::DataFusion(_)
+            | Self::Arrow(_)
+            | Self::Io { .. } => ErrorKind::Failed,
+        }
     }
 }

@@ -105,11 +105,7 @@ pub async fn run(config: ServerConfig, shutdown: &Shutdown) -> Result<Drained, S
                 async move { probe.lock().await.publish(&exporter).await }
             });
         }
-        shutdown.spawn(exporter::http::serve(
-            exporter,
-            listener,
-            shutdown.cancelled(),
-        ));
+        shutdown.spawn(exporter::http::serve(exporter, listener, shutdown.clone()));
     }
     pg::serve(listener, engine, &config.pg, shutdown.token(), config.grace).await;
     let drained = shutdown.drain(config.grace).await;

@@ -16,8 +16,16 @@
 //! - nobody answers D: it stays open; a later regression H of D's test gets a reply and no
 //!   fix: it is discussed.
 
-use super::*;
-use chrono::Duration;
+use crate::commits::{Area, FIRST_NAMES, LAST_NAMES, MAIL_DOMAINS, commit_title};
+use crate::jobs::{Job, new_job};
+use crate::mail::{Culprit, fold, render_report};
+use crate::rng::Rng;
+use crate::table::{DIRECTIONS, render_test};
+use crate::{Slot, SynthConfig, SynthFormat, SynthReport, write_files};
+use chrono::{DateTime, Duration, FixedOffset, Utc};
+use lkplake_schemas::Kind;
+use lkplake_schemas::metric::Direction;
+use std::path::Path;
 
 /// One mail of the scenario.
 #[derive(Debug, Clone, PartialEq)]

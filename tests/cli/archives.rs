@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const CORPUS: &str = "ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz";
+const CORPUS: &str = "parse/tests/fixtures/cgroups-lkp-cc.mbox.gz";
 /// The 39 corpus mails that carry a comparison table or the robot's "Details are as below"
 /// (every report of the corpus: 38, 6 of them quoted copies) and 20 others, in corpus order.
 const REPORT_MAILS: &str = "tests/fixtures/cgroups-report-mails.mbox.gz";

@@ -20,7 +20,7 @@ fn corpus_lake() -> PathBuf {
     run_into(
         &lake,
         &[
-            Path::new("ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz"),
+            Path::new("parse/tests/fixtures/cgroups-lkp-cc.mbox.gz"),
             Path::new("examples/reports"),
         ],
     );

@@ -7,7 +7,7 @@ use crate::pipeline::{assert_lake_matches, expected, transform_summary};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Output;
 
-const CORPUS: &str = "ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz";
+const CORPUS: &str = "parse/tests/fixtures/cgroups-lkp-cc.mbox.gz";
 const SEEDS: &str = "examples/reports";
 const CRASH_AT: &str = "LKPLAKE_CRASH_AT";
 

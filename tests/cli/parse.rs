@@ -93,7 +93,7 @@ fn parse_reads_stdin_and_gzipped_mbox() {
     assert_eq!(reports[0]["source"]["path"], "-");
 
     let out = lkplake(
-        &["parse", "ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz"],
+        &["parse", "parse/tests/fixtures/cgroups-lkp-cc.mbox.gz"],
         None,
     );
     assert!(out.status.success());
@@ -115,7 +115,7 @@ fn parse_reads_stdin_and_gzipped_mbox() {
         "reports, then mentions"
     );
     // closes: 73 (mail, Message-ID) pairs, as infra/bench/count_links.py counts them
-    // (ingest/tests/fixtures/links/cgroups-closes.tsv); fixes: 46 hashes in 45 mails' own
+    // (parse/tests/fixtures/links/cgroups-closes.tsv); fixes: 46 hashes in 45 mails' own
     // `Fixes:` lines (Python's `email` and `^[ \t]*fixes:[ \t]*(?:commit[ \t]+)?([0-9a-f]{7,40})`
     // with a digit, before any diff, quotes left out); applied: b4's notices 488 (two commits)
     // and 568, the patchwork bot's 839, and 1308's "applied ... as"; no revert.
@@ -141,7 +141,7 @@ fn parse_reads_stdin_and_gzipped_mbox() {
 /// is the same whatever their number.
 #[test]
 fn parse_on_several_threads_prints_what_one_thread_prints_in_input_order() {
-    let corpus = "ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz";
+    let corpus = "parse/tests/fixtures/cgroups-lkp-cc.mbox.gz";
     let one = lkplake(&["parse", "--threads", "1", corpus], None);
     let three = lkplake(&["parse", "--threads", "3", corpus], None);
     assert!(one.status.success() && three.status.success());

@@ -8,7 +8,7 @@ use crate::common::{
 use std::collections::HashMap;
 use std::path::Path;
 
-pub(crate) const CORPUS: &str = "ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz";
+pub(crate) const CORPUS: &str = "parse/tests/fixtures/cgroups-lkp-cc.mbox.gz";
 pub(crate) const SEEDS: &str = "examples/reports";
 
 /// What the lake must hold for some inputs, computed from `lkplake parse`: one report per key,
@@ -253,7 +253,7 @@ fn failures_as_read_by_hand(p: &Pipeline) {
 }
 
 /// Which report each human reply of the corpus cites, read by hand
-/// (`ingest/tests/fixtures/failures-and-mentions.md`, section 2.2): by reply Message-ID, the
+/// (`parse/tests/fixtures/failures-and-mentions.md`, section 2.2): by reply Message-ID, the
 /// cited report's Message-ID. 1139 quotes a 2022 report the corpus does not hold otherwise:
 /// it cites the quoted copy it carries itself.
 const CITES: [(&str, &str); 34] = [
@@ -513,8 +513,8 @@ fn sigterm_flushes_what_the_transformer_holds_and_exits_cleanly() {
 fn a_report_sent_twice_and_quoted_once_is_one_report_with_the_originals_data() {
     // Quoted copy first: the original that follows replaces it.
     let p = Pipeline::new("dups");
-    let quoted = "ingest/tests/fixtures/corpus/0869.eml"; // reply quoting 0870, 1 row per table
-    let original = "ingest/tests/fixtures/corpus/0870.eml";
+    let quoted = "parse/tests/fixtures/corpus/0869.eml"; // reply quoting 0870, 1 row per table
+    let original = "parse/tests/fixtures/corpus/0870.eml";
     assert!(p.ingest(&[quoted]).status.success());
     p.transform_until_idle();
     assert_eq!(
@@ -1454,7 +1454,7 @@ fn run_works_on_a_fresh_checkout_with_no_broker() {
             "--lake",
             &lake.to_string_lossy(),
             "examples/reports",
-            "ingest/tests/fixtures/corpus/0279.eml",
+            "parse/tests/fixtures/corpus/0279.eml",
         ],
         None,
     );
@@ -1547,7 +1547,7 @@ fn a_full_disk_stops_the_transformer_with_the_lakes_error_and_loses_nothing_once
 
     let out = p.run(&["transform", "--until-idle", "--flush-ms", "500"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    // 4: the lake's status (README, "Exit statuses"); no panic, and the cause as the OS says it.
+    // 4: the lake's status (docs/CLI.md, "Exit statuses"); no panic, and the cause as the OS says it.
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("No space left on device"), "{stderr}");
     assert!(

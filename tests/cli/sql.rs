@@ -203,7 +203,7 @@ fn a_missing_lake_is_named_with_what_to_run_first() {
     let dir = temp_dir("sql-no-lake");
     let out = lkplake(&["sql", "--lake", &dir.to_string_lossy(), "SELECT 1"], None);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    // 4: the lake's status (README, "Exit statuses").
+    // 4: the lake's status (docs/CLI.md, "Exit statuses").
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(
         stderr.contains(&format!(
@@ -366,7 +366,7 @@ fn a_damaged_log_entry_is_named_and_the_other_tables_still_answer() {
 
     let out = sql(&lake, "SELECT count(*) FROM metrics");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    // 4: the lake's status (README, "Exit statuses").
+    // 4: the lake's status (docs/CLI.md, "Exit statuses").
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(
         stderr.contains(&format!("its log entry {} is damaged", entry.display())),

@@ -914,7 +914,7 @@ async fn normalize(
         (normalizer.finish(), pending)
     })
     .await
-    .map_err(|e| TransformError::Worker(e.to_string()))?;
+    .map_err(TransformError::Worker)?;
     Ok((batches.map_err(TransformError::Normalize)?, pending))
 }
 
@@ -930,8 +930,8 @@ mod tests {
     use deltalake::arrow::array::AsArray;
     use deltalake::arrow::datatypes::Int64Type;
     use deltalake::datafusion::prelude::SessionContext;
-    use lkplake_ingest::{Parsed, parse_message};
     use lkplake_lake::LakeUrl;
+    use lkplake_parse::{Parsed, parse_message};
     use lkplake_schemas::Source;
     use std::path::Path;
     use std::time::Duration;
@@ -1584,8 +1584,8 @@ mod tests {
     /// The parsed messages of the corpus mail at `index`.
     fn corpus(index: u64) -> Vec<Message> {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../ingest/tests/fixtures/cgroups-lkp-cc.mbox.gz");
-        let file = lkplake_ingest::source::InputFile::read(&path).unwrap_or_else(|e| panic!("{e}"));
+            .join("../parse/tests/fixtures/cgroups-lkp-cc.mbox.gz");
+        let file = lkplake_parse::source::InputFile::read(&path).unwrap_or_else(|e| panic!("{e}"));
         let message = file
             .messages()
             .find(|m| m.index == index)

@@ -3,6 +3,7 @@
 use crate::tracker::Missing;
 use lkplake_kafka::BrokerError;
 use lkplake_lake::LakeError;
+use lkplake_schemas::ErrorKind;
 use rdkafka::error::KafkaError;
 
 /// Why the transformer stopped; each variant's message is its documentation (and what the user reads).
@@ -32,9 +33,23 @@ pub enum TransformError {
     #[error("normalizing a batch failed: {0}")]
     Normalize(#[source] arrow::error::ArrowError),
     #[error("the normalizing worker failed: {0}")]
-    Worker(String),
+    Worker(#[source] tokio::task::JoinError),
     #[error(transparent)]
     DeadLetter(#[from] DeadLetterError),
+}
+
+impl TransformError {
+    /// What kind of failure this is, for the exit status.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Broker(_)
+            | Self::Client { .. }
+            | Self::Subscribe { .. }
+            | Self::DeadLetter(_) => ErrorKind::Broker,
+            Self::Lake(_) => ErrorKind::Lake,
+            Self::Incomplete { .. } | Self::Normalize(_) | Self::Worker(_) => ErrorKind::Failed,
+        }
+    }
 }
 
 /// Why a message the transformer cannot read was not stored in its dead-letter topic. Nothing

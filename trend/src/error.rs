@@ -4,6 +4,7 @@ use datafusion::arrow::error::ArrowError;
 use datafusion::error::DataFusionError;
 use lkplake_lake::LakeError;
 use lkplake_query::QueryError;
+use lkplake_schemas::ErrorKind;
 use std::path::PathBuf;
 
 /// Why a trend run failed; each variant's message is its documentation (and what the user reads).
@@ -23,7 +24,7 @@ pub enum TrendError {
     )]
     MissingColumn { table: &'static str, column: String },
     #[error("a change-point worker failed: {0}")]
-    Worker(String),
+    Worker(#[source] tokio::task::JoinError),
     #[error("drawing {path}: {reason}")]
     Plot { path: PathBuf, reason: String },
     #[error("{what}: {source}")]
@@ -36,5 +37,21 @@ pub enum TrendError {
 impl From<DataFusionError> for TrendError {
     fn from(e: DataFusionError) -> Self {
         Self::DataFusion(Box::new(e))
+    }
+}
+
+impl TrendError {
+    /// What kind of failure this is, for the exit status.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Query(e) => e.kind(),
+            Self::Lake(_) => ErrorKind::Lake,
+            Self::DataFusion(_)
+            | Self::Arrow(_)
+            | Self::MissingColumn { .. }
+            | Self::Worker(_)
+            | Self::Plot { .. }
+            | Self::Io { .. } => ErrorKind::Failed,
+        }
     }
 }

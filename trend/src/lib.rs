@@ -31,7 +31,7 @@ use lkplake_schemas::tables::{
     CHANGE_GROUPS_TABLE, CHANGES, CHANGES_TABLE, METRICS_TABLE, TREND_PARTITIONS,
     TREND_PARTITIONS_TABLE, TREND_SERIES, TREND_SERIES_TABLE,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -423,224 +423,438 @@ pub async fn run(
     progress: Progress<'_>,
 ) -> Result<(TrendSummary, Vec<Change>), TrendError> {
     let fingerprint = config.fingerprint();
+    let selection = Selection::of(config)?;
     let old_changes = saved_changes(engine).await?;
-
-    // Partitions whose files are those the last run read whole, with these settings, are not
-    // read again: their series are as saved. The rest are read.
-    let files_now = engine.partition_fingerprints(METRICS_TABLE).await?;
-    let last_read = if config.full {
-        HashMap::new()
-    } else {
-        saved_partitions(engine).await?
-    };
-    let wanted = |(testcase, machine): &(String, String)| {
-        config.testcase.as_ref().is_none_or(|t| t == testcase)
-            && config.machine.as_ref().is_none_or(|m| m == machine)
-    };
-    let (skipped, to_read): (Vec<_>, Vec<_>) = files_now
-        .iter()
-        .filter(|(partition, _)| wanted(partition))
-        .partition(|(partition, files)| {
-            last_read
-                .get(*partition)
-                .is_some_and(|(f, settings)| f == *files && *settings == fingerprint)
-        });
-    let skipped: std::collections::HashSet<(&str, &str)> = skipped
-        .into_iter()
-        .map(|((t, m), _)| (t.as_str(), m.as_str()))
-        .collect();
-    let metric_filter = config
-        .metric
-        .as_deref()
-        .map(|re| metric_regex("--metric", re))
-        .transpose()?;
-    let unchanged = |testcase: &str, machine: &str, metric: &str, settings: &str| {
-        settings == fingerprint
-            && skipped.contains(&(testcase, machine))
-            && metric_filter.as_ref().is_none_or(|re| re.is_match(metric))
-    };
-    // With nothing to read, no series is analysed or saved again: the saved series are only
-    // counted, without building the whole state (900,426 keys on the 10.6M-row lake).
-    let (state, unchanged_in_skipped) = if config.full {
-        (HashMap::new(), 0)
-    } else if to_read.is_empty() {
-        (HashMap::new(), count_saved(engine, unchanged).await?)
-    } else {
-        let state = saved_state(engine).await?;
-        let count = state
-            .iter()
-            .filter(|(key, saved)| {
-                unchanged(&key.testcase, &key.machine, &key.metric, &saved.settings)
-            })
-            .count() as u64;
-        (state, count)
-    };
-
-    let partitions_total = to_read.len() as u64;
-    progress(0, partitions_total);
-
-    // One observation per commit: the base before the head when a report measured both at
-    // the same time, so a step shows where the report put it.
-    // One query per partition rather than one over the lake: the sort holds one partition's
-    // observations at a time, not the whole history's (7.4 GB at 10.6M rows).
-    let base_filters = filters(config);
-    let observations = |(testcase, machine): &(String, String)| {
-        format!(
-            "SELECT testcase, machine, params, metric, commit, min(time) AS time, avg(value) AS value, \
-             min(CASE role WHEN 'base' THEN 0 WHEN 'head' THEN 2 ELSE 1 END) AS position, \
-             max(direction) AS direction \
-             FROM metrics WHERE {base_filters} AND testcase = {} AND machine = {} \
-             GROUP BY testcase, machine, params, metric, commit \
-             ORDER BY params, metric, time, position, commit",
-            quote(testcase),
-            quote(machine)
-        )
-    };
-    let mut partitions_to_read: Vec<&(String, String)> = to_read.iter().map(|(p, _)| *p).collect();
-    partitions_to_read.sort();
-    let mut partitions_to_read = partitions_to_read.into_iter();
-    let mut stream = None;
+    let plan = Plan::make(engine, config, &selection, &fingerprint).await?;
+    let (state, unchanged_in_skipped) =
+        saved_series(engine, config, &plan, &selection, &fingerprint).await?;
 
     let mut summary = TrendSummary {
         unchanged: unchanged_in_skipped,
-        partitions_read: to_read.len() as u64,
-        partitions_skipped: skipped.len() as u64,
+        partitions_read: plan.to_read.len() as u64,
+        partitions_skipped: plan.skipped.len() as u64,
         ..TrendSummary::default()
     };
-    // Series seen in the partitions read; with those of the skipped ones, every series.
-    let mut seen = 0;
-    let mut partitions_done = 0;
     let mut booked = Booked {
         fingerprint: &fingerprint,
         keep_for_plot: config.plot_dir.is_some(),
         analysed: HashMap::new(),
         to_plot: Vec::new(),
     };
-    let mut pending: Vec<Series> = Vec::new();
-    let mut current: Option<Series> = None;
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut running = tokio::task::JoinSet::new();
+    let workers = Workers::new(config, &state, &fingerprint);
+    let seen = read_series(
+        engine,
+        config,
+        &plan.to_read,
+        workers,
+        &mut booked,
+        &mut summary,
+        progress,
+    )
+    .await?;
+    summary.series = unchanged_in_skipped + seen;
 
-    // Finished series go to blocking workers in chunks; at most `workers` chunks run at once.
-    let params = config.detect;
-    let min_obs = config.min_observations;
-    let finish = |series: Series, pending: &mut Vec<Series>, summary: &mut TrendSummary| {
+    let series_moved = summary.analysed > 0 || config.full;
+    let Booked {
+        analysed, to_plot, ..
+    } = booked;
+    let (changes, saved) = merge(old_changes, state, analysed);
+    save(
+        engine,
+        config,
+        &plan,
+        &fingerprint,
+        series_moved,
+        &changes,
+        &saved,
+    )
+    .await?;
+    if let Some(dir) = &config.plot_dir {
+        summary.plots += draw(dir, &to_plot).await?;
+    }
+    let matching: Vec<Change> = changes
+        .into_iter()
+        .filter(|c| selection.series(&c.series))
+        .collect();
+    summary.changes = matching.len() as u64;
+    Ok((summary, matching))
+}
+
+/// The series a run is asked about (`--testcase`, `--machine`, `--metric`), the pattern
+/// compiled once.
+struct Selection {
+    testcase: Option<String>,
+    machine: Option<String>,
+    metric: Option<regex::Regex>,
+}
+
+impl Selection {
+    fn of(config: &TrendConfig) -> Result<Self, TrendError> {
+        Ok(Self {
+            testcase: config.testcase.clone(),
+            machine: config.machine.clone(),
+            metric: config
+                .metric
+                .as_deref()
+                .map(|re| metric_regex("--metric", re))
+                .transpose()?,
+        })
+    }
+
+    /// Whether a `metrics` partition holds selected series.
+    fn partition(&self, testcase: &str, machine: &str) -> bool {
+        self.testcase.as_deref().is_none_or(|t| t == testcase)
+            && self.machine.as_deref().is_none_or(|m| m == machine)
+    }
+
+    fn metric(&self, metric: &str) -> bool {
+        self.metric.as_ref().is_none_or(|re| re.is_match(metric))
+    }
+
+    fn series(&self, key: &SeriesKey) -> bool {
+        self.partition(&key.testcase, &key.machine) && self.metric(&key.metric)
+    }
+}
+
+/// Which `metrics` partitions a run reads. A selected partition whose files are those the last
+/// run read whole, with these settings, is skipped: its series are as saved.
+struct Plan {
+    /// The files of every partition now.
+    files_now: HashMap<(String, String), String>,
+    /// The files each partition had when the last run read it, and that run's settings.
+    last_read: PartitionState,
+    /// The selected partitions to read, in order.
+    to_read: Vec<(String, String)>,
+    /// The selected partitions skipped.
+    skipped: HashSet<(String, String)>,
+}
+
+impl Plan {
+    async fn make(
+        engine: &Engine,
+        config: &TrendConfig,
+        selection: &Selection,
+        fingerprint: &str,
+    ) -> Result<Self, TrendError> {
+        let files_now = engine.partition_fingerprints(METRICS_TABLE).await?;
+        let last_read = if config.full {
+            HashMap::new()
+        } else {
+            saved_partitions(engine).await?
+        };
+        let (skipped, mut to_read): (Vec<_>, Vec<_>) = files_now
+            .keys()
+            .filter(|(testcase, machine)| selection.partition(testcase, machine))
+            .cloned()
+            .partition(|partition| {
+                last_read.get(partition).is_some_and(|(files, settings)| {
+                    files_now.get(partition) == Some(files) && settings == fingerprint
+                })
+            });
+        to_read.sort();
+        Ok(Self {
+            files_now,
+            last_read,
+            to_read,
+            skipped: skipped.into_iter().collect(),
+        })
+    }
+
+    /// What `trend_partitions` holds after this run: a partition read whole now (no metric
+    /// filter) with these settings, or as last read if its files are still those. A partition
+    /// read with a metric filter is read again next time.
+    fn partitions_now<'a>(
+        &'a self,
+        config: &TrendConfig,
+        fingerprint: &'a str,
+    ) -> Vec<PartitionRow<'a>> {
+        let mut partitions: Vec<PartitionRow<'a>> = self
+            .files_now
+            .iter()
+            .filter_map(|(partition, files)| {
+                if config.metric.is_none() && self.to_read.binary_search(partition).is_ok() {
+                    return Some((partition, files.as_str(), fingerprint));
+                }
+                self.last_read
+                    .get(partition)
+                    .filter(|(f, _)| f == files)
+                    .map(|(f, settings)| (partition, f.as_str(), settings.as_str()))
+            })
+            .collect();
+        partitions.sort();
+        partitions
+    }
+
+    /// Whether `partitions` differs from what the last run saved.
+    fn moved(&self, partitions: &[PartitionRow<'_>]) -> bool {
+        partitions.len() != self.last_read.len()
+            || partitions.iter().any(|(p, f, settings)| {
+                self.last_read
+                    .get(*p)
+                    .is_none_or(|(lf, ls)| lf != f || ls != settings)
+            })
+    }
+}
+
+/// What `trend_series` saved of each series, and how many selected series lie in skipped
+/// partitions with their settings unchanged. With nothing to read, no series is analysed or
+/// saved again: the saved series are only counted, without building the whole state (900,426
+/// keys on the 10.6M-row lake).
+async fn saved_series(
+    engine: &Engine,
+    config: &TrendConfig,
+    plan: &Plan,
+    selection: &Selection,
+    fingerprint: &str,
+) -> Result<(HashMap<SeriesKey, Saved>, u64), TrendError> {
+    if config.full {
+        return Ok((HashMap::new(), 0));
+    }
+    let skipped: HashSet<(&str, &str)> = plan
+        .skipped
+        .iter()
+        .map(|(t, m)| (t.as_str(), m.as_str()))
+        .collect();
+    let unchanged = |testcase: &str, machine: &str, metric: &str, settings: &str| {
+        settings == fingerprint
+            && skipped.contains(&(testcase, machine))
+            && selection.metric(metric)
+    };
+    if plan.to_read.is_empty() {
+        return Ok((HashMap::new(), count_saved(engine, unchanged).await?));
+    }
+    let state = saved_state(engine).await?;
+    let count = state
+        .iter()
+        .filter(|(key, saved)| unchanged(&key.testcase, &key.machine, &key.metric, &saved.settings))
+        .count() as u64;
+    Ok((state, count))
+}
+
+/// The observations of one partition: one per commit, the base before the head when a report
+/// measured both at the same time, so a step shows where the report put it, in series order.
+/// One query per partition rather than one over the lake: the sort holds one partition's
+/// observations at a time, not the whole history's (7.4 GB at 10.6M rows).
+fn observations_sql(base_filters: &str, (testcase, machine): &(String, String)) -> String {
+    format!(
+        "SELECT testcase, machine, params, metric, commit, min(time) AS time, avg(value) AS value, \
+         min(CASE role WHEN 'base' THEN 0 WHEN 'head' THEN 2 ELSE 1 END) AS position, \
+         max(direction) AS direction \
+         FROM metrics WHERE {base_filters} AND testcase = {} AND machine = {} \
+         GROUP BY testcase, machine, params, metric, commit \
+         ORDER BY params, metric, time, position, commit",
+        quote(testcase),
+        quote(machine)
+    )
+}
+
+/// Reads `to_read`, one partition after another, hands each series to `workers` once read
+/// whole, and books what they find. Returns how many series were read.
+async fn read_series(
+    engine: &Engine,
+    config: &TrendConfig,
+    to_read: &[(String, String)],
+    mut workers: Workers<'_>,
+    booked: &mut Booked<'_>,
+    summary: &mut TrendSummary,
+    progress: Progress<'_>,
+) -> Result<u64, TrendError> {
+    let total = to_read.len() as u64;
+    progress(0, total);
+    let base_filters = filters(config);
+    let mut current: Option<Series> = None;
+    let mut seen = 0;
+    for (done, partition) in (1..).zip(to_read) {
+        let mut rows = engine
+            .sql(&observations_sql(&base_filters, partition))
+            .await?
+            .execute_stream()
+            .await?;
+        while let Some(batch) = StreamExt::next(&mut rows).await {
+            seen += split_series(&batch?, &mut current, |series| {
+                workers.finished(series, summary);
+            })?;
+            workers.dispatch(false, booked, summary).await?;
+        }
+        progress(done, total);
+    }
+    if let Some(series) = current.take() {
+        workers.finished(series, summary);
+    }
+    workers.drain(booked, summary).await?;
+    Ok(seen)
+}
+
+/// Adds the rows of a batch of [`observations_sql`] to the series in `current`; a row of
+/// another series hands `current` to `finished` and starts that series. Returns how many
+/// series the batch started.
+fn split_series(
+    b: &RecordBatch,
+    current: &mut Option<Series>,
+    mut finished: impl FnMut(Series),
+) -> Result<u64, TrendError> {
+    let (t, m, p, me, c) = (
+        strings(b.column(0))?,
+        strings(b.column(1))?,
+        strings(b.column(2))?,
+        strings(b.column(3))?,
+        strings(b.column(4))?,
+    );
+    let time = micros(b.column(5))?;
+    let value = cast(b.column(6), &DataType::Float64)?;
+    let value = value.as_primitive::<Float64Type>();
+    let direction = strings(b.column(8))?;
+    let mut started = 0;
+    for i in 0..b.num_rows() {
+        let same = current.as_ref().is_some_and(|s| {
+            s.key.metric == me.value(i)
+                && s.key.params == p.value(i)
+                && s.key.machine == m.value(i)
+                && s.key.testcase == t.value(i)
+        });
+        if !same {
+            if let Some(series) = current.take() {
+                finished(series);
+            }
+            started += 1;
+            *current = Some(Series {
+                key: SeriesKey {
+                    testcase: t.value(i).to_owned(),
+                    machine: m.value(i).to_owned(),
+                    params: p.value(i).to_owned(),
+                    metric: me.value(i).to_owned(),
+                },
+                direction: (!direction.is_null(i)).then(|| direction.value(i).to_owned()),
+                observations: Vec::new(),
+            });
+        }
+        if let Some(series) = current.as_mut()
+            && !time.is_null(i)
+            && !value.is_null(i)
+        {
+            series.observations.push(Observation {
+                time: time.value(i),
+                commit: c.value(i).to_owned(),
+                value: value.value(i),
+            });
+        }
+    }
+    Ok(started)
+}
+
+/// Series handed to the blocking workers at once.
+const CHUNK: usize = 256;
+
+/// The change-point workers: series read whole wait here and go to blocking workers in
+/// chunks of [`CHUNK`], at most one chunk per core at once.
+struct Workers<'a> {
+    /// What the last run saved of each series.
+    state: &'a HashMap<SeriesKey, Saved>,
+    fingerprint: &'a str,
+    params: detect::Params,
+    min_observations: usize,
+    pending: Vec<Series>,
+    running: tokio::task::JoinSet<Vec<(Series, Vec<Change>, bool)>>,
+    cores: usize,
+}
+
+impl<'a> Workers<'a> {
+    fn new(
+        config: &TrendConfig,
+        state: &'a HashMap<SeriesKey, Saved>,
+        fingerprint: &'a str,
+    ) -> Self {
+        Self {
+            state,
+            fingerprint,
+            params: config.detect,
+            min_observations: config.min_observations,
+            pending: Vec::new(),
+            running: tokio::task::JoinSet::new(),
+            cores: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+
+    /// Takes a series read whole: one with the observations and settings it had at the last
+    /// run is only counted.
+    fn finished(&mut self, series: Series, summary: &mut TrendSummary) {
         let n = series.observations.len() as u64;
         let last = series.observations.last().map_or(0, |o| o.time);
-        let unchanged = state.get(&series.key).is_some_and(|s| {
-            s.observations == n && s.last_time == last && s.settings == fingerprint
+        let unchanged = self.state.get(&series.key).is_some_and(|s| {
+            s.observations == n && s.last_time == last && s.settings == self.fingerprint
         });
         if unchanged {
             summary.unchanged += 1;
         } else {
-            pending.push(series);
-        }
-    };
-    loop {
-        // The next batch of the partition being read, or of the next partition.
-        let batch = loop {
-            if let Some(partition) = stream.as_mut() {
-                match StreamExt::next(partition).await {
-                    Some(batch) => break Some(batch?),
-                    None => {
-                        stream = None;
-                        partitions_done += 1;
-                        progress(partitions_done, partitions_total);
-                    }
-                }
-            }
-            match partitions_to_read.next() {
-                Some(partition) => {
-                    let sql = observations(partition);
-                    stream = Some(engine.sql(&sql).await?.execute_stream().await?);
-                }
-                None => break None,
-            }
-        };
-        if let Some(b) = &batch {
-            let (t, m, p, me, c) = (
-                strings(b.column(0))?,
-                strings(b.column(1))?,
-                strings(b.column(2))?,
-                strings(b.column(3))?,
-                strings(b.column(4))?,
-            );
-            let time = micros(b.column(5))?;
-            let value = cast(b.column(6), &DataType::Float64)?;
-            let value = value.as_primitive::<Float64Type>();
-            let direction = strings(b.column(8))?;
-            for i in 0..b.num_rows() {
-                let same = current.as_ref().is_some_and(|s| {
-                    s.key.metric == me.value(i)
-                        && s.key.params == p.value(i)
-                        && s.key.machine == m.value(i)
-                        && s.key.testcase == t.value(i)
-                });
-                if !same {
-                    if let Some(series) = current.take() {
-                        finish(series, &mut pending, &mut summary);
-                    }
-                    seen += 1;
-                    current = Some(Series {
-                        key: SeriesKey {
-                            testcase: t.value(i).to_owned(),
-                            machine: m.value(i).to_owned(),
-                            params: p.value(i).to_owned(),
-                            metric: me.value(i).to_owned(),
-                        },
-                        direction: (!direction.is_null(i)).then(|| direction.value(i).to_owned()),
-                        observations: Vec::new(),
-                    });
-                }
-                if let Some(series) = current.as_mut()
-                    && !time.is_null(i)
-                    && !value.is_null(i)
-                {
-                    series.observations.push(Observation {
-                        time: time.value(i),
-                        commit: c.value(i).to_owned(),
-                        value: value.value(i),
-                    });
-                }
-            }
-        } else if let Some(series) = current.take() {
-            finish(series, &mut pending, &mut summary);
-        }
-        let last_batch = batch.is_none();
-        while pending.len() >= 256 || (last_batch && !pending.is_empty()) {
-            let chunk: Vec<Series> = pending.drain(..pending.len().min(256)).collect();
-            if running.len() >= workers
-                && let Some(result) = running.join_next().await
-            {
-                booked.book(result.map_err(worker_failed)?, &mut summary);
-            }
-            running.spawn_blocking(move || {
-                chunk
-                    .into_iter()
-                    .map(|s| {
-                        if s.observations.len() < min_obs {
-                            (s, Vec::new(), false)
-                        } else {
-                            let changes = analyse(&s, &params);
-                            (s, changes, true)
-                        }
-                    })
-                    .collect::<Vec<_>>()
-            });
-        }
-        if last_batch {
-            break;
+            self.pending.push(series);
         }
     }
-    while let Some(result) = running.join_next().await {
-        booked.book(result.map_err(worker_failed)?, &mut summary);
-    }
-    summary.series = unchanged_in_skipped + seen;
 
-    let Booked {
-        analysed, to_plot, ..
-    } = booked;
-    // Series not analysed now keep what the last run found.
+    /// Starts a chunk while a whole one waits (while any wait, with `all`), first booking a
+    /// finished chunk when every core is busy.
+    async fn dispatch(
+        &mut self,
+        all: bool,
+        booked: &mut Booked<'_>,
+        summary: &mut TrendSummary,
+    ) -> Result<(), TrendError> {
+        while self.pending.len() >= CHUNK || (all && !self.pending.is_empty()) {
+            let chunk: Vec<Series> = self
+                .pending
+                .drain(..self.pending.len().min(CHUNK))
+                .collect();
+            if self.running.len() >= self.cores
+                && let Some(result) = self.running.join_next().await
+            {
+                booked.book(result.map_err(TrendError::Worker)?, summary);
+            }
+            let (params, min_observations) = (self.params, self.min_observations);
+            self.running
+                .spawn_blocking(move || analyse_chunk(chunk, &params, min_observations));
+        }
+        Ok(())
+    }
+
+    /// Analyses what still waits and books every chunk.
+    async fn drain(
+        mut self,
+        booked: &mut Booked<'_>,
+        summary: &mut TrendSummary,
+    ) -> Result<(), TrendError> {
+        self.dispatch(true, booked, summary).await?;
+        while let Some(result) = self.running.join_next().await {
+            booked.book(result.map_err(TrendError::Worker)?, summary);
+        }
+        Ok(())
+    }
+}
+
+/// Each series with its change points, and whether it was long enough to look for any.
+fn analyse_chunk(
+    chunk: Vec<Series>,
+    params: &detect::Params,
+    min_observations: usize,
+) -> Vec<(Series, Vec<Change>, bool)> {
+    chunk
+        .into_iter()
+        .map(|s| {
+            if s.observations.len() < min_observations {
+                (s, Vec::new(), false)
+            } else {
+                let changes = analyse(&s, params);
+                (s, changes, true)
+            }
+        })
+        .collect()
+}
+
+/// Every series' changes and state after this run: those analysed now, and for the rest what
+/// the last run found; each in series order.
+fn merge(
+    old_changes: Vec<Change>,
+    state: HashMap<SeriesKey, Saved>,
+    analysed: HashMap<SeriesKey, (Vec<Change>, Saved)>,
+) -> (Vec<Change>, Vec<(SeriesKey, Saved)>) {
     let mut changes: Vec<Change> = old_changes
         .into_iter()
         .filter(|c| !analysed.contains_key(&c.series))
@@ -655,44 +869,34 @@ pub async fn run(
     }
     changes.sort_by(|a, b| (&a.series, a.time).cmp(&(&b.series, b.time)));
     saved.sort_by(|a, b| a.0.cmp(&b.0));
-    // What each partition now is: read whole now (no metric filter), or as last read if its
-    // files are still those. A partition read with a metric filter is read again next time.
-    let mut partitions: Vec<PartitionRow<'_>> = files_now
-        .iter()
-        .filter_map(|(partition, files)| {
-            let read_whole =
-                config.metric.is_none() && to_read.iter().any(|(p, _)| *p == partition);
-            if read_whole {
-                return Some((partition, files.as_str(), fingerprint.as_str()));
-            }
-            last_read
-                .get(partition)
-                .filter(|(f, _)| f == files)
-                .map(|(f, settings)| (partition, f.as_str(), settings.as_str()))
-        })
-        .collect();
-    partitions.sort();
-    let partitions_moved = partitions.len() != last_read.len()
-        || partitions.iter().any(|(p, f, settings)| {
-            last_read
-                .get(*p)
-                .is_none_or(|(lf, ls)| lf != f || ls != settings)
-        });
-    let series_moved = summary.analysed > 0 || config.full;
+    (changes, saved)
+}
+
+/// Writes the derived tables whose contents moved, in the order that keeps a crash safe.
+async fn save(
+    engine: &Engine,
+    config: &TrendConfig,
+    plan: &Plan,
+    fingerprint: &str,
+    series_moved: bool,
+    changes: &[Change],
+    saved: &[(SeriesKey, Saved)],
+) -> Result<(), TrendError> {
+    let partitions = plan.partitions_now(config, fingerprint);
     if series_moved {
         // Two tables, two commits: `changes` first. A crash between them leaves the old state,
         // so the next run recomputes these series and writes `changes` again; the other order
         // would record them as analysed with their changes never written.
-        derived::overwrite(engine.url(), CHANGES_TABLE, changes_batch(&changes)?).await?;
+        derived::overwrite(engine.url(), CHANGES_TABLE, changes_batch(changes)?).await?;
         let groups = groups::groups_batch(
-            &changes,
-            &groups::group(&changes),
+            changes,
+            &groups::group(changes),
             &groups::culprit_reports(engine).await?,
         )?;
         derived::overwrite(engine.url(), CHANGE_GROUPS_TABLE, groups).await?;
-        derived::overwrite(engine.url(), TREND_SERIES_TABLE, state_batch(&saved)?).await?;
+        derived::overwrite(engine.url(), TREND_SERIES_TABLE, state_batch(saved)?).await?;
     }
-    if series_moved || partitions_moved {
+    if series_moved || plan.moved(&partitions) {
         // Last: a crash before it leaves partitions to be read again, never skipped with
         // their series unsaved.
         derived::overwrite(
@@ -703,52 +907,24 @@ pub async fn run(
         .await?;
         engine.refresh().await?;
     }
-
-    if let Some(dir) = &config.plot_dir {
-        tokio::fs::create_dir_all(dir)
-            .await
-            .map_err(|source| TrendError::Io {
-                what: format!("creating {}", dir.display()),
-                source,
-            })?;
-        // Drawing writes SVG files: blocking work, off the runtime's scheduling.
-        summary.plots += tokio::task::block_in_place(|| {
-            for (series, found) in &to_plot {
-                plot::draw(dir, series.key.clone(), &series.observations, found)?;
-            }
-            Ok::<_, TrendError>(to_plot.len() as u64)
-        })?;
-    }
-
-    let matching: Vec<Change> = changes
-        .into_iter()
-        .filter(|c| {
-            config
-                .testcase
-                .as_ref()
-                .is_none_or(|t| &c.series.testcase == t)
-                && config
-                    .machine
-                    .as_ref()
-                    .is_none_or(|m| &c.series.machine == m)
-        })
-        .collect();
-    let matching = match &config.metric {
-        Some(re) => {
-            let re = metric_regex("--metric", re)?;
-            matching
-                .into_iter()
-                .filter(|c| re.is_match(&c.series.metric))
-                .collect()
-        }
-        None => matching,
-    };
-    summary.changes = matching.len() as u64;
-    Ok((summary, matching))
+    Ok(())
 }
 
-fn worker_failed(e: tokio::task::JoinError) -> TrendError {
-    TrendError::Worker(e.to_string())
+/// Draws each series with change points into `dir`; returns how many.
+async fn draw(dir: &std::path::Path, to_plot: &[(Series, Vec<Change>)]) -> Result<u64, TrendError> {
+    tokio::fs::create_dir_all(dir)
+        .await
+        .map_err(|source| TrendError::Io {
+            what: format!("creating {}", dir.display()),
+            source,
+        })?;
+    // Drawing writes SVG files: blocking work, off the runtime's scheduling.
+    tokio::task::block_in_place(|| {
+        for (series, found) in to_plot {
+            plot::draw(dir, series.key.clone(), &series.observations, found)?;
+        }
+        Ok::<_, TrendError>(to_plot.len() as u64)
+    })
 }
 
 /// What the workers found so far, booked as their chunks come back.

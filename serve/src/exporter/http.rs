@@ -11,11 +11,11 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use lkplake_shutdown::{Shutdown, Token as CancellationToken};
 use std::convert::Infallible;
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 /// Binds `listen`, so a taken port is reported before the server says it is up.
 pub async fn bind(listen: SocketAddr) -> Result<TcpListener, ServeError> {
@@ -28,16 +28,17 @@ pub async fn bind(listen: SocketAddr) -> Result<TcpListener, ServeError> {
         })
 }
 
-/// Serves `/metrics` on `listener` until `shutdown` completes.
+/// Serves `/metrics` on `listener` until the stop. Each connection is a task of `shutdown`,
+/// so its drain waits for the scrapes in flight.
 pub async fn serve(
     exporter: Arc<Exporter>,
     listener: TcpListener,
-    shutdown: impl Future<Output = ()>,
+    shutdown: Shutdown,
 ) -> Result<(), ServeError> {
-    tokio::pin!(shutdown);
+    let stop = shutdown.token();
     loop {
         let (stream, peer) = tokio::select! {
-            () = &mut shutdown => return Ok(()),
+            () = stop.cancelled() => return Ok(()),
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
                 Err(e) => {
@@ -47,19 +48,46 @@ pub async fn serve(
                 }
             },
         };
+        shutdown.spawn(connection(
+            Arc::clone(&exporter),
+            stream,
+            peer,
+            stop.clone(),
+        ));
+    }
+}
+
+/// How long a stopping server gives a scrape in flight to be sent.
+const LAST_SCRAPE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// One client's scrapes until it hangs up or the server stops. At the stop, a scrape in flight
+/// is answered and the connection then closed: Prometheus keeps its connections alive, and an
+/// idle one would otherwise hold the drain open until its deadline.
+async fn connection(
+    exporter: Arc<Exporter>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    stop: CancellationToken,
+) {
+    let service = service_fn(move |req| {
         let exporter = Arc::clone(&exporter);
-        tokio::spawn(async move {
-            let service = service_fn(move |req| {
-                let exporter = Arc::clone(&exporter);
-                async move { Ok::<_, Infallible>(respond(&exporter, &req)) }
-            });
-            if let Err(e) = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!("exporter: connection from {peer}: {e}");
+        async move { Ok::<_, Infallible>(respond(&exporter, &req)) }
+    });
+    let served = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(served);
+    let ended = tokio::select! {
+        ended = served.as_mut() => ended,
+        () = stop.cancelled() => {
+            served.as_mut().graceful_shutdown();
+            // A client that connected but sends nothing, or reads slowly, is not waited for.
+            match tokio::time::timeout(LAST_SCRAPE, served).await {
+                Ok(ended) => ended,
+                Err(_) => return,
             }
-        });
+        }
+    };
+    if let Err(e) = ended {
+        tracing::debug!("exporter: connection from {peer}: {e}");
     }
 }
 

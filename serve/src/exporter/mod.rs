@@ -137,9 +137,9 @@ impl Exporter {
             }),
         })
         .await
-        .map_err(|e| ServeError::Worker {
+        .map_err(|source| ServeError::Worker {
             what: "rendering /metrics",
-            reason: e.to_string(),
+            source,
         })?;
         *self.rendered.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(rendered);
         Ok(true)
