@@ -779,13 +779,13 @@ mod tests {
         assert_eq!(footer.num_row_groups(), 1);
         let group = footer.row_group(0);
         assert_eq!(group.num_rows(), 12_000);
-        let order: Vec<&str> = group
+        let order: Vec<String> = group
             .sorting_columns()
             .unwrap_or_else(|| panic!("no sorting columns in the footer"))
             .iter()
             .map(|c| {
                 assert!(!c.descending && !c.nulls_first);
-                columns.column(c.column_idx as usize).name()
+                columns.column(c.column_idx as usize).name().to_owned()
             })
             .collect();
         assert_eq!(
@@ -802,7 +802,9 @@ mod tests {
         let mut read = Vec::new();
         for batch in &batches {
             let metric = deltalake::arrow::compute::cast(
-                batch.column_by_name("metric").unwrap_or_else(|| panic!("no metric")),
+                batch
+                    .column_by_name("metric")
+                    .unwrap_or_else(|| panic!("no metric")),
                 &deltalake::arrow::datatypes::DataType::Utf8,
             )
             .unwrap_or_else(|e| panic!("{e}"));
