@@ -162,7 +162,7 @@ fn kind(cause: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
         lkplake_query::policy::Refused,
         lkplake_lake::LakeError,
         lkplake_kafka::BrokerError,
-        lkplake_ingest::kafka::KafkaIngestError,
+        lkplake_ingest::KafkaIngestError,
         lkplake_transform::TransformError,
         lkplake_query::QueryError,
         lkplake_serve::ServeError,

@@ -11,7 +11,8 @@
 //! the follower with the same path on another machine), `file:<path>` for a file, and
 //! `dlq:<topic>:<partition>:<offset>` for a dead letter that `dlq replay` delivered.
 
-use crate::kafka::{KafkaIngestError, read_topic};
+use crate::KafkaIngestError;
+use lkplake_kafka::read_topic;
 use lkplake_parse::source::Input;
 use rdkafka::message::Message as _;
 use rdkafka::producer::{FutureProducer, FutureRecord};

@@ -6,8 +6,9 @@
 //! Checkpoints live in Kafka ([`crate::checkpoint`]), so a follower restarted anywhere resumes
 //! where the last one stopped.
 
+use crate::KafkaIngestError;
 use crate::checkpoint::{Checkpointer, Checkpoints};
-use crate::kafka::{IngestSummary, KafkaIngestError, KafkaTarget, create_topics, ingest, producer};
+use crate::kafka::{IngestSummary, KafkaTarget, create_topics, ingest, producer};
 use lkplake_parse::source::{self, Input};
 use rdkafka::admin::{NewTopic, TopicReplication};
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
 //! The Kafka side of ingest: topic setup, the report producer, the dead-letter
 //! topic, and the ingest run that feeds parsed reports into them.
 
+use crate::KafkaIngestError;
 use crate::checkpoint::{self, Checkpointer, Position};
 use crate::letter::{self, Cut};
 use futures::StreamExt;
@@ -9,16 +10,14 @@ use lkplake_parse::error::{ParseError, SourceError};
 use lkplake_parse::parallel::{Outcome, default_threads, panic_reason, parse_input};
 use lkplake_parse::parser::Parsed;
 use lkplake_parse::source::{Input, InputRead, Inputs, TOO_LARGE_HEAD};
-use lkplake_schemas::{ErrorKind, Message as WireMessage, Source};
+use lkplake_schemas::{Message as WireMessage, Source};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::{ClientContext, DefaultClientContext};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{BorrowedMessage, OwnedHeaders};
+use rdkafka::message::OwnedHeaders;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
-use rdkafka::{Offset, TopicPartitionList};
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -49,73 +48,6 @@ const MAX_IN_FLIGHT: usize = 4096;
 /// How often a follower saves where it stands within a long input (an archive's first
 /// reading): a crash costs at most this much re-reading.
 pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(10);
-
-/// Errors of the Kafka side of ingest; each variant's message is its documentation.
-#[allow(missing_docs)]
-#[derive(Debug, thiserror::Error)]
-pub enum KafkaIngestError {
-    #[error(
-        "cannot create a Kafka client for {brokers}: {source}; check --brokers / LKPLAKE_BROKERS"
-    )]
-    Client { brokers: String, source: KafkaError },
-    #[error("cannot create topic {topic}: {source}")]
-    CreateTopic { topic: String, source: KafkaError },
-    #[error(
-        "delivery to {topic} failed for {path}, message {index}: {source}; is the broker reachable?"
-    )]
-    Delivery {
-        topic: String,
-        path: String,
-        index: u64,
-        source: Box<KafkaError>,
-    },
-    #[error("reading {topic}: {source}")]
-    Consume { topic: String, source: KafkaError },
-    #[error(transparent)]
-    Broker(#[from] lkplake_kafka::BrokerError),
-    #[error(
-        "the parser thread failed while reading {input}: {reason}; what it read before is delivered, the rest of the input is not"
-    )]
-    ParserFailed { input: String, reason: String },
-    #[error(transparent)]
-    Source(#[from] SourceError),
-    #[error("{what} failed: {source}")]
-    Task {
-        what: &'static str,
-        source: tokio::task::JoinError,
-    },
-    #[error(
-        "topic {topic} takes messages of at most {bytes} bytes (its max.message.bytes): too small for a report; raise it to {wanted} (what `lkplake ingest` gives the topics it creates)"
-    )]
-    TopicLimit {
-        topic: String,
-        bytes: usize,
-        wanted: usize,
-    },
-    #[error("cannot save the checkpoint {key} to {topic}: {reason}; is the broker reachable?")]
-    Checkpoint {
-        topic: String,
-        key: String,
-        reason: String,
-    },
-}
-
-impl KafkaIngestError {
-    /// What kind of failure this is, for the exit status.
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            Self::Source(e) => e.kind(),
-            Self::ParserFailed { .. } | Self::Task { .. } => ErrorKind::Failed,
-            Self::Client { .. }
-            | Self::CreateTopic { .. }
-            | Self::Delivery { .. }
-            | Self::Consume { .. }
-            | Self::Broker(_)
-            | Self::TopicLimit { .. }
-            | Self::Checkpoint { .. } => ErrorKind::Broker,
-        }
-    }
-}
 
 /// Where to send.
 #[derive(Debug, Clone)]
@@ -967,68 +899,6 @@ pub(crate) fn deliver(
             pause = (pause * 2).min(Duration::from_secs(5));
         }
     })
-}
-
-/// A consumer context for reading to the end: librdkafka also reports reaching a partition's
-/// end as a global error, which is how the reader knows it is done, not something to log.
-struct QuietAtEnd;
-
-impl ClientContext for QuietAtEnd {
-    fn error(&self, error: KafkaError, reason: &str) {
-        if !matches!(error, KafkaError::PartitionEOF(_)) {
-            tracing::warn!("librdkafka: {error}: {reason}");
-        }
-    }
-}
-
-impl ConsumerContext for QuietAtEnd {}
-
-/// Reads a whole topic, every partition from its beginning to its current end, outside any
-/// consumer group. A topic that does not exist yet reads as empty. Blocks.
-pub(crate) fn read_topic(
-    brokers: &str,
-    topic: &str,
-    mut each: impl FnMut(&BorrowedMessage<'_>),
-) -> Result<(), KafkaIngestError> {
-    let err = |source| KafkaIngestError::Consume {
-        topic: topic.to_owned(),
-        source,
-    };
-    let consumer: BaseConsumer<QuietAtEnd> = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "lkplake-topic-reader")
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "true")
-        .create_with_context(QuietAtEnd)
-        .map_err(|source| KafkaIngestError::Client {
-            brokers: brokers.to_owned(),
-            source,
-        })?;
-    let mut assignment = TopicPartitionList::new();
-    let mut remaining = 0;
-    for w in lkplake_kafka::watermarks(&consumer, brokers, topic)? {
-        if w.high > w.low {
-            assignment
-                .add_partition_offset(topic, w.partition, Offset::Beginning)
-                .map_err(err)?;
-            remaining += 1;
-        }
-    }
-    if remaining == 0 {
-        return Ok(());
-    }
-    consumer.assign(&assignment).map_err(err)?;
-    // End of partition is signalled when the fetch position reaches the high watermark that
-    // fetch responses state: the real end, even on Tansu (see lkplake_kafka::ends).
-    while remaining > 0 {
-        match consumer.poll(Duration::from_secs(10)) {
-            None => break,
-            Some(Err(KafkaError::PartitionEOF(_))) => remaining -= 1,
-            Some(Err(e)) => return Err(err(e)),
-            Some(Ok(message)) => each(&message),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -3,10 +3,11 @@
 //! pipeline's (`lkplake_kafka::letter`): the transformer's letters use them too, so one reader
 //! reads both topics.
 
-use crate::kafka::{KafkaIngestError, read_topic};
+use crate::KafkaIngestError;
 use lkplake_kafka::letter::{
     COMMIT, Consumed, EPOCH, ERROR, INDEX, OFFSET, PARTITION, PATH, SHA256, SIZE, TOPIC, TRUNCATED,
 };
+use lkplake_kafka::read_topic;
 use lkplake_schemas::Source;
 use rdkafka::message::{Header, Headers as _, Message as _, OwnedHeaders};
 

@@ -8,7 +8,10 @@
 #![warn(missing_docs)]
 
 pub mod checkpoint;
+mod error;
 pub mod follow;
 pub mod kafka;
 pub mod letter;
 pub mod replay;
+
+pub use error::KafkaIngestError;

@@ -6,9 +6,10 @@
 //! between the two sends its reports again on the next replay, and the transformer skips them by
 //! report key.
 
+use crate::KafkaIngestError;
 use crate::checkpoint::{Checkpointer, Checkpoints, Position, dead_letter_key};
 use crate::follow::{blocking, ensure_sources_topic};
-use crate::kafka::{Item, KafkaIngestError, KafkaTarget, Sent, deliver, encode, producer};
+use crate::kafka::{Item, KafkaTarget, Sent, deliver, encode, producer};
 use crate::letter::{DeadLetter, read_dead_letters};
 use lkplake_parse::parallel::panic_reason;
 use lkplake_parse::parser::{Parsed, parse_message};

@@ -30,6 +30,11 @@ pub enum BrokerError {
     EndsUnknown { topic: String, partitions: Vec<i32> },
     #[error("{what}: {reason}")]
     Thread { what: String, reason: String },
+    #[error("reading {topic}: {source}")]
+    Consume {
+        topic: String,
+        source: Box<KafkaError>,
+    },
 }
 
 impl BrokerError {

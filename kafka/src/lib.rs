@@ -1,6 +1,7 @@
 //! `lkplake-kafka`: what the producer, the transformer and the server's pipeline probe each need
 //! from a broker beyond sending and receiving: whether it answers at all (and why not), the
-//! real end of every partition, and the range of offsets a topic holds; the names and
+//! real end of every partition, and the range of offsets a topic holds; reading a topic to its
+//! end ([`read`]); the names and
 //! dead-letter format every stage shares ([`letter`]); and which failed sends are worth
 //! making again ([`worth_resending`]).
 //!
@@ -13,6 +14,7 @@ pub mod ends;
 mod error;
 pub mod letter;
 mod reach;
+pub mod read;
 mod resend;
 mod watermarks;
 
@@ -20,6 +22,7 @@ pub use ends::partition_ends_within;
 pub use error::BrokerError;
 pub use letter::{DLQ_TOPIC, REPORTS_TOPIC, TRANSFORM_DLQ_TOPIC};
 pub use reach::{REACH_TIMEOUT, reachable};
+pub use read::{QuietAtEnd, is_partition_end, read_topic};
 pub use resend::{RESEND_FOR, worth_resending};
 pub use watermarks::{Watermarks, watermarks};
 

@@ -26,7 +26,6 @@
 //! doubt answers "decode it".
 
 use crate::decode::{decode_text, scan_header_block};
-use crate::parser::links::may_link;
 use aho_corasick::{AhoCorasick, MatchKind};
 use std::sync::LazyLock;
 
@@ -53,12 +52,47 @@ pub fn has_marker(bytes: &[u8]) -> bool {
     MARKER_SEARCH.is_match(bytes)
 }
 
+/// The marker strings of link mail ([`crate::parser::links`]) live here, beside the report
+/// markers, so that the prefilter, which looks for both, needs nothing of the parser.
+/// The strings at least one of which the raw bytes of a mail with a link hold: the trailers,
+/// the revert and applied words, and `base64` (a body so encoded hides the others from a raw
+/// search), each in lower case, capitalized and upper case (`Closes:`, `closes:`, `CLOSES:`).
+/// Not seen by a raw search: a quoted-printable soft break inside a word (the prefilter
+/// searches the decoded text too) and a subject encoded in base64 (read whatever the markers
+/// say); mixed case (`CLoses:`) is not looked for at all: matching any case made the search
+/// the slowest step of reading an archive (a case-insensitive automaton has no SIMD search;
+/// over linux-block it took half the time, BENCHMARKS.md "Links").
+pub const LINK_MARKERS: [&str; 6] = ["closes:", "link:", "fixes:", "revert", "applied", "base64"];
+
+/// The [`LINK_MARKERS`] in their three cases.
+pub fn cased_link_markers() -> impl Iterator<Item = String> {
+    LINK_MARKERS.iter().flat_map(|m| {
+        let mut capital = m.to_string();
+        capital[..1].make_ascii_uppercase();
+        [m.to_string(), capital, m.to_ascii_uppercase()]
+    })
+}
+
+/// One pass over the bytes for all the [`LINK_MARKERS`] in their three cases.
+static LINK_MARKER_SEARCH: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(cased_link_markers())
+        .unwrap_or_else(|e| unreachable!("eighteen literal markers always build: {e}"))
+});
+
+/// Whether the raw bytes of a mail hold one of the [`LINK_MARKERS`]: mail that holds none has no
+/// link, and need not be decoded to look for one.
+pub fn may_link(bytes: &[u8]) -> bool {
+    LINK_MARKER_SEARCH.is_match(bytes)
+}
+
 /// The report [`MARKERS`] (the first patterns) and the link markers
-/// ([`crate::parser::links::cased_markers`]) in one automaton: one pass over the raw bytes
+/// ([`cased_link_markers`]) in one automaton: one pass over the raw bytes
 /// answers both, where two passes cost a third more time reading an archive.
 static EITHER_SEARCH: LazyLock<AhoCorasick> = LazyLock::new(|| {
     let reports = MARKERS.iter().map(|m| m.to_vec());
-    let links = crate::parser::links::cased_markers().map(String::into_bytes);
+    let links = cased_link_markers().map(String::into_bytes);
     AhoCorasick::builder()
         .match_kind(MatchKind::LeftmostFirst)
         .build(reports.chain(links))

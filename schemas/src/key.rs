@@ -5,7 +5,8 @@
 //! ids of the comparison columns and the identity of the main test. Everything a copy may
 //! damage or cut (prose, dates, addresses, the tail of the table) stays out.
 
-use crate::report::Report;
+use crate::report::{Report, Source};
+use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 
@@ -80,6 +81,32 @@ pub fn canonical_params(params: &BTreeMap<String, String>) -> String {
         out.push_str(v);
     }
     out
+}
+
+/// Feeds what identifies a mail to `hasher`: its Message-ID, else its subject, date and source.
+pub(crate) fn hash_mail(
+    hasher: &mut Sha256,
+    message_id: Option<&str>,
+    subject: Option<&str>,
+    date: Option<DateTime<Utc>>,
+    source: &Source,
+) {
+    match message_id {
+        Some(id) => hasher.update(id.as_bytes()),
+        None => {
+            hasher.update(subject.unwrap_or("").as_bytes());
+            hasher.update(b"\0");
+            hasher.update(date.map(|d| d.to_rfc3339()).unwrap_or_default());
+            hasher.update(b"\0");
+            hasher.update(source.to_string().as_bytes());
+        }
+    }
+}
+
+/// The first 16 bytes of the digest as 32 hex digits.
+pub(crate) fn hex_key(hasher: Sha256) -> String {
+    let digest = hasher.finalize();
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

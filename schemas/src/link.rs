@@ -8,7 +8,7 @@
 //! mail prints it (a Message-ID, a commit hash or title); which report it belongs to is decided
 //! later, by joining with `reports`, so a link to a mail that is no report costs one row.
 
-use crate::mention::{hash_mail, hex_key};
+use crate::key::{hash_mail, hex_key};
 use crate::report::Source;
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;

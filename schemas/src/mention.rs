@@ -6,6 +6,7 @@
 //! triaged ("this is noise", "fixed by ..."), so they are kept, apart from the measurements:
 //! nothing a mention quotes becomes a `metrics` row.
 
+use crate::key::{hash_mail, hex_key};
 use crate::link::Link;
 use crate::report::{Kind, Report, Source};
 use chrono::{DateTime, Utc};
@@ -69,32 +70,6 @@ pub fn mention_key(mention: &Mention) -> String {
         &mention.source,
     );
     hex_key(hasher)
-}
-
-/// Feeds what identifies a mail to `hasher`: its Message-ID, else its subject, date and source.
-pub(crate) fn hash_mail(
-    hasher: &mut Sha256,
-    message_id: Option<&str>,
-    subject: Option<&str>,
-    date: Option<DateTime<Utc>>,
-    source: &Source,
-) {
-    match message_id {
-        Some(id) => hasher.update(id.as_bytes()),
-        None => {
-            hasher.update(subject.unwrap_or("").as_bytes());
-            hasher.update(b"\0");
-            hasher.update(date.map(|d| d.to_rfc3339()).unwrap_or_default());
-            hasher.update(b"\0");
-            hasher.update(source.to_string().as_bytes());
-        }
-    }
-}
-
-/// The first 16 bytes of the digest as 32 hex digits.
-pub(crate) fn hex_key(hasher: Sha256) -> String {
-    let digest = hasher.finalize();
-    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One message of `lkp.reports`.

@@ -93,7 +93,7 @@ struct RebalanceContext {
 impl ClientContext for RebalanceContext {
     fn error(&self, error: KafkaError, reason: &str) {
         // End of partition is how `--until-idle` learns the topic is drained, not an error.
-        if error.rdkafka_error_code() != Some(rdkafka::types::RDKafkaErrorCode::PartitionEOF) {
+        if !lkplake_kafka::is_partition_end(&error) {
             tracing::error!("librdkafka: {error}: {reason}");
         }
     }

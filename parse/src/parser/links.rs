@@ -12,37 +12,9 @@
 //! that is no report (most `Link:` trailers name the patch itself) costs one row and no error.
 
 use crate::decode::{Document, collapse_whitespace};
-use aho_corasick::{AhoCorasick, MatchKind};
 use lkplake_schemas::{Link, LinkKind, SCHEMA_VERSION, Source, link_key};
 use regex::Regex;
 use std::sync::LazyLock;
-
-/// The strings at least one of which the raw bytes of a mail with a link hold: the trailers,
-/// the revert and applied words, and `base64` (a body so encoded hides the others from a raw
-/// search), each in lower case, capitalized and upper case (`Closes:`, `closes:`, `CLOSES:`).
-/// Not seen by a raw search: a quoted-printable soft break inside a word (the prefilter
-/// searches the decoded text too) and a subject encoded in base64 (read whatever the markers
-/// say); mixed case (`CLoses:`) is not looked for at all: matching any case made the search
-/// the slowest step of reading an archive (a case-insensitive automaton has no SIMD search;
-/// over linux-block it took half the time, BENCHMARKS.md "Links").
-pub const MARKERS: [&str; 6] = ["closes:", "link:", "fixes:", "revert", "applied", "base64"];
-
-/// The [`MARKERS`] in their three cases.
-pub fn cased_markers() -> impl Iterator<Item = String> {
-    MARKERS.iter().flat_map(|m| {
-        let mut capital = m.to_string();
-        capital[..1].make_ascii_uppercase();
-        [m.to_string(), capital, m.to_ascii_uppercase()]
-    })
-}
-
-/// One pass over the bytes for all the [`MARKERS`] in their three cases.
-static MARKER_SEARCH: LazyLock<AhoCorasick> = LazyLock::new(|| {
-    AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostFirst)
-        .build(cased_markers())
-        .unwrap_or_else(|e| unreachable!("eighteen literal markers always build: {e}"))
-});
 
 fn re(pattern: &str) -> Regex {
     Regex::new(pattern).unwrap_or_else(|e| unreachable!("built-in pattern {pattern}: {e}"))
@@ -89,12 +61,6 @@ static FORMAT_PATCH: LazyLock<Regex> =
 static APPLIED_AS: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?i)\bapplied\b[^\n]{0,160}?\bas[ \t]+(?:commit[ \t]+)?([0-9a-f]{7,40})\b")
 });
-
-/// Whether the raw bytes of a mail hold one of the [`MARKERS`]: mail that holds none has no
-/// link, and need not be decoded to look for one.
-pub fn may_link(bytes: &[u8]) -> bool {
-    MARKER_SEARCH.is_match(bytes)
-}
 
 /// A link before it is told which mail made it: kind, target, patch title, commit.
 type Found = (LinkKind, String, Option<String>, Option<String>);
@@ -450,6 +416,7 @@ fn commit_of(value: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::decode::decode;
+    use crate::prefilter::may_link;
 
     /// A fixture of `tests/fixtures/links/`, decoded.
     fn fixture(name: &str) -> (Vec<u8>, Document) {

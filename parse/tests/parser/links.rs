@@ -6,7 +6,8 @@
 
 use crate::fixtures::repo_root;
 use lkplake_parse::decode::decode;
-use lkplake_parse::parser::links::{links, may_link};
+use lkplake_parse::parser::links::links;
+use lkplake_parse::prefilter::may_link;
 use lkplake_parse::source::InputFile;
 use lkplake_schemas::Source;
 use lkplake_schemas::link::LinkKind;
