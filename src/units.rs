@@ -1,4 +1,5 @@
-//! Parsers for human-written durations (`500ms`, `30s`, `5m`) and sizes (`512M`, `4G`) in flags.
+//! Parsers for human-written durations (`500ms`, `30s`, `5m`, humantime's forms) and sizes
+//! (`512M`, `4G`) in flags.
 
 use std::time::Duration;
 
@@ -14,18 +15,14 @@ fn number_and_unit<'a>(text: &'a str, example: &str) -> Result<(u64, &'a str), S
     Ok((n, unit.trim()))
 }
 
+/// A duration: humantime's forms (`500ms`, `30s`, `5m`, `1h 30m`), or a bare number of seconds.
 pub fn duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let (n, unit) = number_and_unit(text, "duration like 500ms, 30s or 5m")?;
-    match unit {
-        "ms" => Ok(Duration::from_millis(n)),
-        "" | "s" => Ok(Duration::from_secs(n)),
-        "m" | "min" => Ok(Duration::from_secs(n * 60)),
-        "h" => Ok(Duration::from_secs(n * 3600)),
-        other => Err(format!(
-            "unknown unit `{other}` in `{text}`: use ms, s, m or h"
-        )),
+    if let Ok(seconds) = text.parse() {
+        return Ok(Duration::from_secs(seconds));
     }
+    humantime::parse_duration(text)
+        .map_err(|e| format!("`{text}` is not a duration like 500ms, 30s or 5m: {e}"))
 }
 
 pub fn bytes(text: &str) -> Result<usize, String> {
@@ -58,6 +55,8 @@ mod tests {
         assert_eq!(duration("30s"), Ok(Duration::from_secs(30)));
         assert_eq!(duration("45"), Ok(Duration::from_secs(45)));
         assert_eq!(duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(duration("5min"), Ok(Duration::from_secs(300)));
+        assert_eq!(duration("2h"), Ok(Duration::from_secs(7200)));
         assert!(duration("5 fortnights").is_err());
         assert_eq!(bytes("512M"), Ok(512 << 20));
         assert_eq!(bytes("4GiB"), Ok(4 << 30));

@@ -15,7 +15,6 @@ use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::sync::{Arc, Mutex};
 
 /// What one message turned out to be, with where it is.
 #[derive(Debug)]
@@ -82,12 +81,12 @@ fn parse_input_within(
 ) -> Result<InputRead, SourceError> {
     let threads = threads.max(1);
     let stop = AtomicBool::new(false);
-    let (work_tx, work_rx) = sync_channel::<Batch>(threads * DEPTH);
-    let work_rx = Arc::new(Mutex::new(work_rx));
+    // Many workers take from one queue: crossbeam's channel is multi-consumer, std's is not.
+    let (work_tx, work_rx) = crossbeam_channel::bounded::<Batch>(threads * DEPTH);
     let (order_tx, order_rx) = sync_channel::<Receiver<Vec<Outcome>>>(threads * DEPTH);
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            let work_rx = Arc::clone(&work_rx);
+            let work_rx = work_rx.clone();
             scope.spawn(move || work(&work_rx));
         }
         let stop = &stop;
@@ -115,7 +114,7 @@ fn read(
     input: &Input,
     limit: usize,
     stop: &AtomicBool,
-    work_tx: &SyncSender<Batch>,
+    work_tx: &crossbeam_channel::Sender<Batch>,
     order_tx: &SyncSender<Receiver<Vec<Outcome>>>,
 ) -> Result<InputRead, SourceError> {
     let mut batch = Vec::with_capacity(BATCH_MESSAGES);
@@ -177,14 +176,8 @@ fn job_for(message: source::Message<'_>) -> Job {
 }
 
 /// A worker: decodes and parses batches until the reader is done.
-fn work(queue: &Mutex<Receiver<Batch>>) {
-    loop {
-        let next = match queue.lock() {
-            Ok(queue) => queue.recv(),
-            // Another worker panicked while holding the queue: nothing more can be taken.
-            Err(_) => return,
-        };
-        let Ok((jobs, reply)) = next else { return };
+fn work(queue: &crossbeam_channel::Receiver<Batch>) {
+    for (jobs, reply) in queue {
         let outcomes = jobs.into_iter().map(run).collect();
         if reply.send(outcomes).is_err() {
             return;
