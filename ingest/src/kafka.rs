@@ -13,7 +13,6 @@ use lkplake_parse::source::{Input, InputRead, Inputs, TOO_LARGE_HEAD};
 use lkplake_schemas::{Message as WireMessage, Source};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::OwnedHeaders;
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -109,8 +108,7 @@ pub async fn ensure_topics(target: &KafkaTarget) -> Result<(), KafkaIngestError>
 /// describe its topics leaves the flag's limit.
 pub async fn message_limit(target: &KafkaTarget) -> Result<usize, KafkaIngestError> {
     use rdkafka::admin::ResourceSpecifier;
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", &target.brokers)
+    let admin: AdminClient<DefaultClientContext> = lkplake_kafka::clients::client(&target.brokers)
         .create()
         .map_err(|source| KafkaIngestError::Client {
             brokers: target.brokers.clone(),
@@ -165,8 +163,7 @@ pub(crate) async fn create_topics(
     brokers: &str,
     topics: &[NewTopic<'_>],
 ) -> Result<(), KafkaIngestError> {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
+    let admin: AdminClient<DefaultClientContext> = lkplake_kafka::clients::client(brokers)
         .create()
         .map_err(|source| KafkaIngestError::Client {
             brokers: brokers.to_owned(),
@@ -197,14 +194,7 @@ pub(crate) async fn create_topics(
     Ok(())
 }
 
-/// The report producer: `acks=all`, and a send is retried until the broker stored it.
-///
-/// Not idempotent, on purpose. The lake keeps one copy of a report key whatever the topic
-/// holds, so a copy sent twice costs nothing, while librdkafka's idempotent producer answers
-/// a failed batch by raising its epoch on its own (`rd_kafka_idemp_drain_epoch_bump`). Tansu
-/// 0.6's SQLite engine panics on a produce with an epoch it never issued
-/// (`tansu_storage::lite`, "more or less than one row"), and its storage refuses every produce
-/// from then on: a durable Tansu restarted under an ingest failed all 2,000 reports that way.
+/// The report producer ([`lkplake_kafka::clients::producer`]: `acks=all`, not idempotent).
 pub fn producer(brokers: &str) -> Result<FutureProducer, KafkaIngestError> {
     producer_for(brokers, MAX_MESSAGE_BYTES)
 }
@@ -213,12 +203,8 @@ pub fn producer(brokers: &str) -> Result<FutureProducer, KafkaIngestError> {
 /// bytes accepts: librdkafka fills a batch up to its `message.max.bytes`, and the broker
 /// refuses a batch larger than the topic's.
 fn producer_for(brokers: &str, limit: usize) -> Result<FutureProducer, KafkaIngestError> {
-    ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("enable.idempotence", "false")
-        .set("acks", "all")
+    lkplake_kafka::clients::producer(brokers, limit + MESSAGE_OVERHEAD)
         .set("linger.ms", "20")
-        .set("message.max.bytes", (limit + MESSAGE_OVERHEAD).to_string())
         .set("queue.buffering.max.messages", "100000")
         .create()
         .map_err(|source| KafkaIngestError::Client {

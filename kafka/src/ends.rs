@@ -9,7 +9,6 @@
 
 use crate::{BrokerError, on_own_thread};
 use rdkafka::client::ClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::statistics::Statistics;
 use rdkafka::{Offset, TopicPartitionList};
@@ -61,20 +60,18 @@ pub async fn partition_ends_within(
 /// empty when the topic does not exist. Blocks for one metadata request and one fetch.
 pub fn partition_ends(brokers: &str, topic: &str) -> Result<BTreeMap<i32, i64>, BrokerError> {
     // librdkafka assigns partitions only to a consumer with a group; this one never joins it.
-    let consumer: BaseConsumer<HighWatermarks> = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "lkplake-partition-ends")
-        .set("enable.auto.commit", "false")
-        .set("statistics.interval.ms", "50")
-        .set("fetch.wait.max.ms", "10")
-        .create_with_context(HighWatermarks {
-            topic: topic.to_owned(),
-            seen: Mutex::new(BTreeMap::new()),
-        })
-        .map_err(|source| BrokerError::Client {
-            brokers: brokers.to_owned(),
-            source: Box::new(source),
-        })?;
+    let consumer: BaseConsumer<HighWatermarks> =
+        crate::clients::reader(brokers, "lkplake-partition-ends")
+            .set("statistics.interval.ms", "50")
+            .set("fetch.wait.max.ms", "10")
+            .create_with_context(HighWatermarks {
+                topic: topic.to_owned(),
+                seen: Mutex::new(BTreeMap::new()),
+            })
+            .map_err(|source| BrokerError::Client {
+                brokers: brokers.to_owned(),
+                source: Box::new(source),
+            })?;
     let failed = |source| BrokerError::Metadata {
         brokers: brokers.to_owned(),
         topic: topic.to_owned(),

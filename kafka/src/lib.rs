@@ -5,11 +5,14 @@
 //! dead-letter format every stage shares ([`letter`]); and which failed sends are worth
 //! making again ([`worth_resending`]).
 //!
+//! Every client is configured by [`clients`].
+//!
 //! Every call here blocks in librdkafka, so each runs on a thread of its own with a deadline:
 //! a broker that never answers must cost a bounded wait, never a hung runtime or exit.
 
 #![warn(missing_docs)]
 
+pub mod clients;
 pub mod ends;
 mod error;
 pub mod letter;

@@ -5,7 +5,6 @@
 
 use crate::BrokerError;
 use crate::on_own_thread;
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -64,9 +63,7 @@ fn probe(brokers: &str) -> Result<(), BrokerError> {
         });
     }
     // Something accepts connections: ask it for metadata, as a Kafka broker answers.
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "lkplake-broker-probe")
+    let consumer: BaseConsumer = crate::clients::reader(brokers, "lkplake-broker-probe")
         .create()
         .map_err(|source| BrokerError::Client {
             brokers: brokers.to_owned(),

@@ -4,7 +4,6 @@
 
 use crate::BrokerError;
 use rdkafka::client::ClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::message::BorrowedMessage;
@@ -44,16 +43,14 @@ pub fn read_topic(
         topic: topic.to_owned(),
         source: Box::new(source),
     };
-    let consumer: BaseConsumer<QuietAtEnd> = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "lkplake-topic-reader")
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "true")
-        .create_with_context(QuietAtEnd)
-        .map_err(|source| BrokerError::Client {
-            brokers: brokers.to_owned(),
-            source: Box::new(source),
-        })?;
+    let consumer: BaseConsumer<QuietAtEnd> =
+        crate::clients::reader(brokers, "lkplake-topic-reader")
+            .set("enable.partition.eof", "true")
+            .create_with_context(QuietAtEnd)
+            .map_err(|source| BrokerError::Client {
+                brokers: brokers.to_owned(),
+                source: Box::new(source),
+            })?;
     let mut assignment = TopicPartitionList::new();
     let mut remaining = 0;
     for w in crate::watermarks(&consumer, brokers, topic)? {

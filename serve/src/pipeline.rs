@@ -7,7 +7,6 @@ use crate::ServeError;
 use crate::exporter::{Exporter, Family};
 use lkplake_kafka::{BrokerError, watermarks};
 use lkplake_lake::{LakeTables, LakeUrl};
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::BaseConsumer;
 use std::sync::Arc;
 
@@ -85,9 +84,7 @@ impl std::fmt::Debug for PipelineProbe {
 impl PipelineProbe {
     /// A probe with its own Kafka client; fails when the lake cannot be opened.
     pub async fn new(topics: PipelineTopics, lake: &LakeUrl) -> Result<Self, ServeError> {
-        let consumer = ClientConfig::new()
-            .set("bootstrap.servers", &topics.brokers)
-            .set("group.id", "lkplake-health")
+        let consumer = lkplake_kafka::clients::reader(&topics.brokers, "lkplake-health")
             .create()
             .map_err(|source| BrokerError::Client {
                 brokers: topics.brokers.clone(),

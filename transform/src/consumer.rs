@@ -9,7 +9,6 @@ use lkplake_lake::{Lake, LakeUrl};
 use lkplake_schemas::metric::DirectionTable;
 use rdkafka::TopicPartitionList;
 use rdkafka::client::ClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{
     BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
 };
@@ -125,12 +124,11 @@ pub async fn run(
     .await?;
 
     let changed = Arc::new(AtomicBool::new(false));
-    let mut client = ClientConfig::new();
+    let mut client = lkplake_kafka::clients::client(&config.brokers);
     if let Some(id) = &config.instance_id {
         client.set("group.instance.id", id);
     }
     let consumer: StreamConsumer<RebalanceContext> = client
-        .set("bootstrap.servers", &config.brokers)
         .set("group.id", &config.group)
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")

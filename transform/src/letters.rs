@@ -21,7 +21,6 @@ use lkplake_kafka::{RESEND_FOR, worth_resending};
 use lkplake_schemas::{Message, SCHEMA_VERSION};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use std::future::Future;
@@ -183,17 +182,11 @@ impl KafkaPostbox {
         if self.create_topic {
             create_topic(&self.brokers, &self.topic).await?;
         }
-        let mut config = ClientConfig::new();
+        let mut config = lkplake_kafka::clients::producer(&self.brokers, LARGEST_MESSAGE);
         if let Some(messages) = self.queue_messages {
             config.set("queue.buffering.max.messages", messages.to_string());
         }
-        // `acks=all` and not idempotent, as ingest's producer, for the same reason: Tansu 0.6
-        // fails on the epochs an idempotent producer raises after a failed send.
         let producer: FutureProducer = config
-            .set("bootstrap.servers", &self.brokers)
-            .set("enable.idempotence", "false")
-            .set("acks", "all")
-            .set("message.max.bytes", LARGEST_MESSAGE.to_string())
             .set(
                 "message.timeout.ms",
                 MESSAGE_TIMEOUT.as_millis().to_string(),
@@ -344,8 +337,7 @@ impl Postbox for KafkaPostbox {
 /// Creates the dead-letter topic (one partition, taking any message of the reports topic);
 /// one that exists already is fine.
 async fn create_topic(brokers: &str, topic: &str) -> Result<(), DeadLetterError> {
-    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
+    let admin: AdminClient<DefaultClientContext> = lkplake_kafka::clients::client(brokers)
         .create()
         .map_err(|source| DeadLetterError::Client {
             brokers: brokers.to_owned(),
@@ -379,6 +371,7 @@ async fn create_topic(brokers: &str, topic: &str) -> Result<(), DeadLetterError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rdkafka::config::ClientConfig;
 
     /// A version 1 report, as the version 1 parser produced it from seed 000.
     fn report_v1() -> serde_json::Value {
