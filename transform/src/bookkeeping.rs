@@ -22,7 +22,7 @@ use lkplake_schemas::{Message, Report, Test};
 use rdkafka::Offset;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What a transform run did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -353,9 +353,25 @@ impl Ledger {
         self.oldest
     }
 
-    /// The partition tracker, for end-of-partition events and quiet checks.
-    pub fn tracker(&mut self) -> &mut Tracker {
-        &mut self.tracker
+    /// `partition` was read to its end at `now`.
+    pub fn partition_end(&mut self, partition: i32, now: Instant) {
+        self.tracker.on_eof(partition, now);
+    }
+
+    /// Whether every assigned partition is at its end, or was silent for `quiet_for`, at `now`.
+    pub fn quiet(&self, now: Instant, quiet_for: Duration) -> bool {
+        self.tracker.quiet(now, quiet_for)
+    }
+
+    /// The consumer listens again from `now`: the time it did not (a commit) is not the
+    /// partitions' silence.
+    pub fn listening(&mut self, now: Instant) {
+        self.tracker.listening(now);
+    }
+
+    /// The consumer holds no partition any more (it subscribed again), as of `now`.
+    pub fn unassigned(&mut self, now: Instant) {
+        self.tracker.assign([], now);
     }
 
     /// Counts a seek the consumer made.

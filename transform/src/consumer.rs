@@ -216,7 +216,7 @@ impl Member {
                         self.flush().await?;
                     }
                     if last_check.elapsed() >= check_every
-                        && self.ledger.tracker().quiet(Instant::now(), Duration::from_secs(1))
+                        && self.ledger.quiet(Instant::now(), Duration::from_secs(1))
                     {
                         last_check = Instant::now();
                         // "Drained" means in the lake, so `--until-idle` commits what it holds
@@ -246,7 +246,7 @@ impl Member {
                                 buffered = self.ledger.buffered_messages(),
                                 "partition read to its end"
                             );
-                            self.ledger.tracker().on_eof(partition, Instant::now());
+                            self.ledger.partition_end(partition, Instant::now());
                         }
                         Received::Error(e) => {
                             // Transient broker trouble is retried by librdkafka; say so and go on.
@@ -286,7 +286,7 @@ impl Member {
         }
         lkplake_faults::point(lkplake_faults::AFTER_LAKE_COMMIT);
         // Nothing was received while the commit ran: that time is not the partitions' silence.
-        self.ledger.tracker().listening(Instant::now());
+        self.ledger.listening(Instant::now());
         let mut tpl = TopicPartitionList::new();
         for (&partition, &next) in &committed {
             if let Err(e) = tpl.add_partition_offset(
@@ -368,7 +368,7 @@ impl Member {
                         topic: topic.clone(),
                         source,
                     })?;
-                self.ledger.tracker().assign([], Instant::now());
+                self.ledger.unassigned(Instant::now());
                 Ok(false)
             }
             Check::Fail(missing) => Err(TransformError::Incomplete { topic, missing }),
