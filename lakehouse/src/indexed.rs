@@ -95,7 +95,8 @@ pub(crate) fn index_or_fallback(
 /// One version of a Delta table: its files, indexed (see the module's doc).
 #[derive(Debug)]
 pub struct IndexedTable {
-    /// The schema served: delta-rs' for the same version, so answers keep their types.
+    /// The schema served: delta-rs' for the same version, text partition columns as string
+    /// views ([`served_schema`]).
     schema: SchemaRef,
     /// The files' columns, then the partition columns: the order DataFusion's file scans use.
     table_schema: TableSchema,
@@ -107,6 +108,8 @@ pub struct IndexedTable {
     partitions: RecordBatch,
     /// Per file of `files`: the bounds of its timestamp columns.
     bounds: TimeBounds,
+    /// The whole version's statistics (its row count), summed once: the version never changes.
+    statistics: Statistics,
     store_url: ObjectStoreUrl,
     store: Arc<dyn ObjectStore>,
 }
@@ -144,6 +147,7 @@ impl IndexedTable {
         let bounds = TimeBounds::of(&actions, &file_schema).map_err(LakeError::query(name))?;
         let partitions =
             partition_batch(&partition_fields, &files).map_err(LakeError::query(name))?;
+        let statistics = total_statistics(&schema, &files);
         let log_store = table.log_store();
         Ok(Self {
             schema,
@@ -152,6 +156,7 @@ impl IndexedTable {
             files,
             partitions,
             bounds,
+            statistics,
             store_url: log_store.object_store_url(),
             store: log_store.object_store(None),
         })
@@ -430,7 +435,7 @@ impl TableProvider for IndexedTable {
     }
 
     fn statistics(&self) -> Option<Statistics> {
-        Some(total_statistics(&self.schema, &self.files))
+        Some(self.statistics.clone())
     }
 
     async fn scan(
