@@ -3,7 +3,6 @@
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use lkplake_lake::LakeUrl;
 use lkplake_query::{Engine, EngineConfig};
 use lkplake_serve::exporter::history::{self, HistoryConfig};
 use std::io::Write;
@@ -24,9 +23,8 @@ pub enum ExportFormat {
 
 #[derive(Debug, Args)]
 pub struct OpenMetricsArgs {
-    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
-    #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: LakeUrl,
+    #[command(flatten)]
+    pub lake: crate::args::LakeArg,
     /// Only reports dated at or after this, e.g. 2024-01-01.
     #[arg(long)]
     pub since: Option<String>,
@@ -40,7 +38,7 @@ pub struct OpenMetricsArgs {
 
 pub async fn run(args: &ExportArgs) -> anyhow::Result<()> {
     let ExportFormat::Openmetrics(args) = &args.format;
-    let engine = Engine::open(&args.lake, &EngineConfig::default()).await?;
+    let engine = Engine::open(&args.lake.url, &EngineConfig::default()).await?;
     let config = HistoryConfig {
         since: args.since.clone(),
         metric: args.metric.clone(),

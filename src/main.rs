@@ -2,6 +2,7 @@
 //! turns flags into a crate's config and prints its summary; this file owns the runtime, the
 //! shutdown, and what each failure means as an exit status.
 
+mod args;
 mod export;
 mod generate;
 mod parse;
@@ -167,7 +168,8 @@ fn kind(cause: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
         lkplake_query::QueryError,
         lkplake_serve::ServeError,
         lkplake_trend::TrendError,
-        lkplake_parse::SourceError
+        lkplake_parse::SourceError,
+        lkplake_pipeline::PipelineError
     );
     None
 }

@@ -2,23 +2,18 @@
 //! transform crates, the embedded broker, signals and progress output.
 
 use crate::UsageError;
+use crate::args::{DirectionsArg, LakeArg, MessageSizeArg};
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use lkplake_ingest::checkpoint::{
-    Checkpointer, Checkpoints, Position, SOURCES_TOPIC, dead_letter_key,
-};
+use lkplake_ingest::checkpoint::{Checkpointer, Checkpoints, Position, dead_letter_key};
 use lkplake_ingest::follow::{FollowConfig, follow};
-use lkplake_ingest::kafka::{
-    DLQ_TOPIC, IngestSummary, KafkaTarget, MAX_MESSAGE_BYTES, REPORTS_TOPIC, ingest,
-};
+use lkplake_ingest::kafka::{IngestSummary, KafkaTarget, ingest};
 use lkplake_ingest::letter::{DeadLetter, read_dead_letters};
-use lkplake_kafka::TRANSFORM_DLQ_TOPIC;
-
+use lkplake_kafka::{DLQ_TOPIC, REPORTS_TOPIC, SOURCES_TOPIC, TRANSFORM_DLQ_TOPIC, Topics};
 use lkplake_lake::{Lake, LakeUrl};
-use lkplake_parse::source::Inputs;
+use lkplake_pipeline::{Observer, RunConfig};
 use lkplake_query::{Engine, EngineConfig};
-use lkplake_schemas::metric::DirectionTable;
 use lkplake_shutdown::Shutdown;
 use lkplake_transform::{TransformConfig, TransformSummary, run as transform};
 use rdkafka::producer::FutureRecord;
@@ -44,10 +39,17 @@ pub struct KafkaArgs {
 }
 
 impl KafkaArgs {
-    fn brokers(&self) -> Result<&str, UsageError> {
-        self.brokers.as_deref().ok_or(UsageError::from(
+    /// The topics on the brokers given; a usage error when none are.
+    pub fn topics(&self) -> Result<Topics, UsageError> {
+        let brokers = self.brokers.as_deref().ok_or(UsageError::from(
             "no broker given: pass --brokers HOST:PORT or set LKPLAKE_BROKERS (`lkplake run` starts an embedded one)",
-        ))
+        ))?;
+        Ok(Topics {
+            brokers: brokers.to_owned(),
+            reports: self.topic.clone(),
+            dlq: self.dlq_topic.clone(),
+            transform_dlq: self.transform_dlq_topic.clone(),
+        })
     }
 }
 
@@ -58,15 +60,8 @@ pub struct IngestArgs {
     /// Partitions of the report topic when it has to be created.
     #[arg(long, env = "LKPLAKE_PARTITIONS", default_value_t = 6)]
     pub partitions: i32,
-    /// The largest message to produce, in bytes; less when the broker describes a topic's
-    /// `max.message.bytes` as smaller. A report larger is dead-lettered with the reason; a
-    /// dead letter for an input larger keeps its first 64 KiB, with the input's path, size and
-    /// SHA-256. A single message over 64 MiB is not read whole, and only its first 64 KiB are
-    /// kept: it is dead-lettered with those, marked truncated, naming its path, message index
-    /// and the limit, and `dlq replay` refuses it.
-    #[arg(long, env = "LKPLAKE_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES as u64,
-          value_parser = clap::value_parser!(u64).range(1024..=MAX_MESSAGE_BYTES as u64))]
-    pub max_message_bytes: u64,
+    #[command(flatten)]
+    pub max_message_bytes: MessageSizeArg,
     #[command(flatten)]
     pub follow: FollowArgs,
     /// Files, directories, .mbox / .mbox.gz archives, Maildir folders, public-inbox archives
@@ -113,9 +108,8 @@ impl FollowArgs {
 pub struct TransformArgs {
     #[command(flatten)]
     pub kafka: KafkaArgs,
-    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
-    #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: LakeUrl,
+    #[command(flatten)]
+    pub lake: LakeArg,
     /// Consumer group; transformers in one group share the partitions.
     #[arg(long, env = "LKPLAKE_GROUP", default_value = "lkplake-transform")]
     pub group: String,
@@ -132,10 +126,8 @@ pub struct TransformArgs {
     /// a restarted instance takes its partitions back at once.
     #[arg(long, env = "LKPLAKE_INSTANCE_ID")]
     pub instance_id: Option<String>,
-    /// Which way is better for metrics the built-in tables get wrong or do not know: lines of
-    /// `PATTERN higher|lower`, the pattern a regex over whole metric names (`#` comments).
-    #[arg(long, env = "LKPLAKE_DIRECTIONS")]
-    pub directions: Option<PathBuf>,
+    #[command(flatten)]
+    pub directions: DirectionsArg,
     /// The longest a fetch waits at the broker for data, in milliseconds. Tansu waits this
     /// long after every fetch, so it bounds how fast a transformer reads from it; against
     /// Kafka it is how often an idle transformer asks for more.
@@ -143,39 +135,17 @@ pub struct TransformArgs {
     pub fetch_wait_ms: u64,
 }
 
-/// The built-in directions with the overrides of `file`, if any.
-async fn directions(file: Option<&PathBuf>) -> anyhow::Result<DirectionTable> {
-    let Some(file) = file else {
-        return Ok(DirectionTable::default());
-    };
-    let text = tokio::fs::read_to_string(file)
-        .await
-        .with_context(|| format!("reading the directions file {}", file.display()))?;
-    DirectionTable::default()
-        .with_overrides_text(&text)
-        .map_err(|e| UsageError::owned(format!("directions file {}: {e}", file.display())).into())
-}
-
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
-    #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: LakeUrl,
+    #[command(flatten)]
+    pub lake: LakeArg,
     /// Use these brokers instead of the embedded in-process cluster.
     #[arg(long, env = "LKPLAKE_BROKERS")]
     pub brokers: Option<String>,
-    /// Metric directions file, as for `transform`.
-    #[arg(long, env = "LKPLAKE_DIRECTIONS")]
-    pub directions: Option<PathBuf>,
-    /// The largest message to produce, in bytes; less when the broker describes a topic's
-    /// `max.message.bytes` as smaller. A report larger is dead-lettered with the reason; a
-    /// dead letter for an input larger keeps its first 64 KiB, with the input's path, size and
-    /// SHA-256. A single message over 64 MiB is not read whole, and only its first 64 KiB are
-    /// kept: it is dead-lettered with those, marked truncated, naming its path, message index
-    /// and the limit, and `dlq replay` refuses it.
-    #[arg(long, env = "LKPLAKE_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES as u64,
-          value_parser = clap::value_parser!(u64).range(1024..=MAX_MESSAGE_BYTES as u64))]
-    pub max_message_bytes: u64,
+    #[command(flatten)]
+    pub directions: DirectionsArg,
+    #[command(flatten)]
+    pub max_message_bytes: MessageSizeArg,
     #[command(flatten)]
     pub follow: FollowArgs,
     /// Report sources, as for `ingest`.
@@ -214,9 +184,8 @@ pub enum DlqCommand {
 
 #[derive(Debug, Args)]
 pub struct CompactArgs {
-    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
-    #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: LakeUrl,
+    #[command(flatten)]
+    pub lake: LakeArg,
     /// Rewrite every `metrics` partition sorted, also those already in one file (a lake
     /// compacted before compaction sorted).
     #[arg(long)]
@@ -233,32 +202,6 @@ fn progress_bar(total: u64) -> ProgressBar {
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar
-}
-
-/// Walks and sizes the inputs once, off the async runtime.
-async fn inputs(paths: &[PathBuf]) -> anyhow::Result<Inputs> {
-    let paths = paths.to_vec();
-    Ok(tokio::task::spawn_blocking(move || lkplake_parse::source::inputs(&paths)).await??)
-}
-
-async fn ingest_into(
-    target: &KafkaTarget,
-    inputs: Inputs,
-    shutdown: &Shutdown,
-) -> anyhow::Result<IngestSummary> {
-    let bar = progress_bar(inputs.bytes);
-    let progress = bar.clone();
-    let summary = ingest(
-        inputs,
-        target,
-        move |bytes| progress.set_position(bytes),
-        shutdown.token(),
-        None,
-    )
-    .await?;
-    bar.finish_and_clear();
-    print_ingest(&summary);
-    Ok(summary)
 }
 
 fn print_ingest(summary: &IngestSummary) {
@@ -288,20 +231,14 @@ fn print_ingest(summary: &IngestSummary) {
     }
 }
 
-/// `--follow`: rounds until stopped, one summary line per round that found something new.
-async fn follow_into(
-    target: &KafkaTarget,
-    config: FollowConfig,
-    shutdown: &Shutdown,
-) -> anyhow::Result<IngestSummary> {
+/// `--follow` starts: one summary line per round that finds something new follows.
+fn print_following(config: &FollowConfig) {
     eprintln!(
         "lkplake ingest: following {} path(s), looking every {:?}{}; SIGTERM stops",
         config.paths.len(),
         config.poll,
         if config.fetch { ", fetching first" } else { "" }
     );
-    let summary = follow(config, target, shutdown.token(), print_ingest).await?;
-    Ok(summary)
 }
 
 /// Whether everything the user gave was ingested.
@@ -322,19 +259,23 @@ pub fn missing_messages(missing: u64) -> String {
 }
 
 pub async fn run_ingest(args: &IngestArgs, shutdown: &Shutdown) -> anyhow::Result<bool> {
-    let mut target = KafkaTarget::new(args.kafka.brokers()?);
-    target.reports_topic = args.kafka.topic.clone();
-    target.dlq_topic = args.kafka.dlq_topic.clone();
+    let mut target = KafkaTarget::new(args.kafka.topics()?);
     target.partitions = args.partitions;
-    target.max_message_bytes = usize::try_from(args.max_message_bytes).unwrap_or(MAX_MESSAGE_BYTES);
+    target.max_message_bytes = args.max_message_bytes.get();
     shutdown.on_signals("ingest");
+    let printer = Printer::default();
     if args.follow.follow {
         let config = args.follow.config(&args.paths)?;
-        let summary = follow_into(&target, config, shutdown).await?;
+        printer.following(&config);
+        let summary = follow(config, &target, shutdown.token(), |s| printer.ingested(s)).await?;
         // Stopped on purpose: a follower's normal end.
         return Ok(summary.all_read());
     }
-    let summary = ingest_into(&target, inputs(&args.paths).await?, shutdown).await?;
+    let inputs = lkplake_pipeline::inputs(&args.paths).await?;
+    printer.ingesting(inputs.bytes);
+    let progress = |bytes| printer.ingest_progress(bytes);
+    let summary = ingest(inputs, &target, progress, shutdown.token(), None).await?;
+    printer.ingested(&summary);
     Ok(complete(&summary))
 }
 
@@ -384,10 +325,9 @@ fn print_transform(summary: &TransformSummary, dlq_topic: &str, letters: LetterT
 /// `transform`; false when messages were dead-lettered in this run: input the lake does not
 /// have, which makes the exit status 1 as an unreadable input does for `ingest`.
 pub async fn run_transform(args: &TransformArgs, shutdown: &Shutdown) -> anyhow::Result<bool> {
-    let mut config = TransformConfig::new(args.kafka.brokers()?, args.lake.clone());
-    config.directions = directions(args.directions.as_ref()).await?;
-    config.topic = args.kafka.topic.clone();
-    config.dlq_topic = args.kafka.transform_dlq_topic.clone();
+    let topics = args.kafka.topics()?;
+    let mut config = TransformConfig::new(topics.clone(), args.lake.url.clone());
+    config.directions = args.directions.table().await?;
     config.group = args.group.clone();
     config.flush_rows = args.flush_rows;
     config.flush_interval = Duration::from_millis(args.flush_ms);
@@ -396,190 +336,82 @@ pub async fn run_transform(args: &TransformArgs, shutdown: &Shutdown) -> anyhow:
     config.fetch_wait = Duration::from_millis(args.fetch_wait_ms);
     shutdown.on_signals("transform");
     let summary = transform(config, shutdown.cancelled()).await?;
-    print_transform(&summary, &args.kafka.transform_dlq_topic, LetterTopic::Kept);
+    print_transform(&summary, &topics.transform_dlq, LetterTopic::Kept);
     Ok(summary.dead_lettered == 0)
 }
 
-/// The transformer of `run` over this run's topics.
-async fn run_transform_config(
-    args: &RunArgs,
-    target: &KafkaTarget,
-    dlq_topic: &str,
-) -> anyhow::Result<TransformConfig> {
-    let mut config = TransformConfig::new(&target.brokers, args.lake.clone());
-    config.directions = directions(args.directions.as_ref()).await?;
-    config.topic = target.reports_topic.clone();
-    config.dlq_topic = dlq_topic.to_owned();
-    // The embedded cluster has no CreateTopics: `run` made the topic on the cluster object.
-    config.create_dlq_topic = target.create_topics;
-    Ok(config)
+/// What `ingest` and `run` print as they go: ingest's progress bar and summaries, the
+/// transformer's.
+#[derive(Debug, Default)]
+struct Printer {
+    bar: std::sync::OnceLock<ProgressBar>,
 }
 
-/// Messages ingest produced that the transformer did not read as what they are, by kind.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Dropped {
-    /// Reports produced and not read as reports.
-    reports: u64,
-    /// Mentions produced and not read as mentions.
-    mentions: u64,
-    /// Links produced and not read as links.
-    links: u64,
-    /// Of those, messages the transformer read but could not decode and dead-lettered: they
-    /// reached it, so the cluster did not drop them.
-    dead_lettered: u64,
-}
-
-impl Dropped {
-    /// Messages the cluster dropped.
-    fn lost(&self) -> u64 {
-        (self.reports + self.mentions + self.links).saturating_sub(self.dead_lettered)
+impl Observer for Printer {
+    fn embedded(&self, bootstrap: &str) {
+        eprintln!("lkplake run: embedded Kafka cluster at {bootstrap}");
     }
 
-    /// What `run` says of the drop, out of what ingest produced.
-    fn explain(&self, ingested: &IngestSummary) -> String {
-        let dead_lettered = if self.dead_lettered > 0 {
-            format!(
-                ", {} of them read but dead-lettered (see above)",
-                self.dead_lettered
-            )
+    fn ingesting(&self, bytes: u64) {
+        let _ = self.bar.set(progress_bar(bytes));
+    }
+
+    fn ingest_progress(&self, bytes: u64) {
+        if let Some(bar) = self.bar.get() {
+            bar.set_position(bytes);
+        }
+    }
+
+    fn following(&self, config: &FollowConfig) {
+        print_following(config);
+    }
+
+    fn ingested(&self, summary: &IngestSummary) {
+        if let Some(bar) = self.bar.get() {
+            bar.finish_and_clear();
+        }
+        print_ingest(summary);
+    }
+
+    fn transformed(&self, summary: &TransformSummary, topics: &Topics, embedded: bool) {
+        let letters = if embedded {
+            LetterTopic::EndsWithRun
         } else {
-            String::new()
+            LetterTopic::Kept
         };
-        format!(
-            "the embedded Kafka cluster dropped {} messages before they reached the lake ({} of {} reports, {} of {} mentions and {} of {} links were not read{dead_lettered}): it keeps only about 5 MB per partition. \
-             What it kept is in the lake; for inputs this large, run against a broker with `lkplake run --brokers HOST:PORT` \
-             (for example ./infra/tansu.sh start) and the rest is added",
-            self.lost(),
-            self.reports,
-            ingested.reports,
-            self.mentions,
-            ingested.mentions,
-            self.links,
-            ingested.links
-        )
+        print_transform(summary, &topics.transform_dlq, letters);
     }
-}
-
-/// What the embedded cluster dropped before the transformer read it, if anything. Reports are
-/// compared with reports, mentions with mentions and links with links, each counted once per offset: against a
-/// count of every message read, a lost report could hide behind the mentions (and behind
-/// messages read again after a rewind). A message the transformer dead-lettered is in neither
-/// count, and it cannot say which kind it was: that many of the messages not read as either
-/// reached it all the same.
-fn dropped(ingested: &IngestSummary, transformed: &TransformSummary) -> Option<Dropped> {
-    let reports = ingested.reports.saturating_sub(transformed.report_messages);
-    let mentions = ingested
-        .mentions
-        .saturating_sub(transformed.mention_messages);
-    let links = ingested.links.saturating_sub(transformed.link_messages);
-    let dropped = Dropped {
-        reports,
-        mentions,
-        links,
-        dead_lettered: transformed.dead_lettered.min(reports + mentions + links),
-    };
-    (dropped.lost() > 0).then_some(dropped)
-}
-
-/// Partitions of the embedded cluster's report topic. librdkafka's mock cluster keeps about 5 MB
-/// per partition and silently drops older record batches beyond that, before the transformer
-/// reads them; a report's JSON is about 1.4 times its mail. One partition per 2 MB of input
-/// keeps large uncompressed inputs whole; what still overflows is caught after the transform.
-fn embedded_partitions(inputs: &Inputs) -> i32 {
-    let partitions = inputs.bytes.div_ceil(2 << 20).clamp(6, 128);
-    i32::try_from(partitions).unwrap_or(128)
-}
-
-/// This run's topics on the embedded cluster, made on the cluster object (its broker has no
-/// CreateTopics): where ingest sends, and the transformer's dead-letter topic. The topics live
-/// as long as this run while the lake outlives it: names of their own keep this run's offsets
-/// from being read as an older run's progress in the lake.
-fn embedded_topics<C: rdkafka::client::ClientContext>(
-    mock: &rdkafka::mocking::MockCluster<'_, C>,
-    inputs: &Inputs,
-    follow: &FollowArgs,
-) -> anyhow::Result<(KafkaTarget, String)> {
-    let mut target = KafkaTarget::new(mock.bootstrap_servers());
-    let run_id = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros())
-        .unwrap_or_default();
-    target.reports_topic = format!("{REPORTS_TOPIC}.run-{run_id}");
-    target.dlq_topic = format!("{DLQ_TOPIC}.run-{run_id}");
-    target.create_topics = false;
-    let transform_dlq = format!("{TRANSFORM_DLQ_TOPIC}.run-{run_id}");
-    mock.create_topic(&target.reports_topic, embedded_partitions(inputs), 1)
-        .context("creating the report topic")?;
-    mock.create_topic(&target.dlq_topic, 1, 1)
-        .context("creating the dead-letter topic")?;
-    mock.create_topic(&transform_dlq, 1, 1)
-        .context("creating the transformer's dead-letter topic")?;
-    if follow.follow {
-        mock.create_topic(&follow.sources_topic, 1, 1)
-            .context("creating the checkpoint topic")?;
-    }
-    Ok((target, transform_dlq))
 }
 
 pub async fn run_all(args: &RunArgs, shutdown: &Shutdown) -> anyhow::Result<bool> {
-    // A lake that cannot be written fails the run before anything is read.
-    drop(Lake::open(&args.lake).await?);
-    let inputs = inputs(&args.paths).await?;
-    // The embedded default: librdkafka's in-process mock cluster. It must outlive every
-    // client, so it lives on this stack frame until the end. Its broker has no CreateTopics,
-    // so the topics are made on the cluster directly.
-    let mock;
-    let (mut target, transform_dlq) = match &args.brokers {
-        Some(brokers) => (KafkaTarget::new(brokers), TRANSFORM_DLQ_TOPIC.to_owned()),
-        None => {
-            mock = rdkafka::mocking::MockCluster::new(1)
-                .context("starting the embedded Kafka cluster")?;
-            let topics = embedded_topics(&mock, &inputs, &args.follow)?;
-            eprintln!(
-                "lkplake run: embedded Kafka cluster at {}",
-                mock.bootstrap_servers()
-            );
-            topics
-        }
-    };
-    target.max_message_bytes = usize::try_from(args.max_message_bytes).unwrap_or(MAX_MESSAGE_BYTES);
-    let letter_topic = if args.brokers.is_some() {
-        LetterTopic::Kept
+    let follow = if args.follow.follow {
+        Some(args.follow.config(&args.paths)?)
     } else {
-        LetterTopic::EndsWithRun
+        None
+    };
+    let config = RunConfig {
+        lake: args.lake.url.clone(),
+        paths: args.paths.clone(),
+        brokers: args.brokers.clone(),
+        directions: args.directions.table().await?,
+        max_message_bytes: args.max_message_bytes.get(),
+        follow,
     };
     shutdown.on_signals("run");
+    let printer = Printer::default();
+    let outcome = lkplake_pipeline::run(config, &printer, shutdown.token()).await?;
+    let clean = outcome.transformed.dead_lettered == 0;
     if args.follow.follow {
-        // Ingest and transform side by side until stopped. On the embedded cluster the
-        // checkpoints end with the run: a restart reads the sources again, and the transformer
-        // skips what the lake already holds.
-        let mut follow_config = args.follow.config(&args.paths)?;
-        follow_config.create_topic = args.brokers.is_some();
-        let config = run_transform_config(args, &target, &transform_dlq).await?;
-        let (ingested, transformed) = tokio::join!(
-            follow_into(&target, follow_config, shutdown),
-            transform(config, shutdown.cancelled())
-        );
-        let transformed = transformed?;
-        print_transform(&transformed, &transform_dlq, letter_topic);
-        return Ok(ingested?.all_read() && transformed.dead_lettered == 0);
+        // Stopped on purpose: a follower's normal end.
+        return Ok(outcome.ingested.all_read() && clean);
     }
-    let ingested = ingest_into(&target, inputs, shutdown).await?;
-    let mut config = run_transform_config(args, &target, &transform_dlq).await?;
-    config.until_idle = true;
-    let summary = transform(config, shutdown.cancelled()).await?;
-    print_transform(&summary, &transform_dlq, letter_topic);
-    // A transformer stopped by a signal read less than was produced; that is no drop.
-    if args.brokers.is_none()
-        && !shutdown.token().is_cancelled()
-        && let Some(lost) = dropped(&ingested, &summary)
-    {
-        // librdkafka's mock cluster keeps about 5 MB per partition and drops the oldest
-        // record batches beyond that, before the transformer has read them.
-        anyhow::bail!(lost.explain(&ingested));
-    }
+    print_sample(&args.lake.url).await?;
+    Ok(complete(&outcome.ingested) && clean)
+}
 
-    let engine = Engine::open(&args.lake, &EngineConfig::default()).await?;
+/// `run`'s last word: what the lake holds, per testcase and machine.
+async fn print_sample(lake: &LakeUrl) -> anyhow::Result<()> {
+    let engine = Engine::open(lake, &EngineConfig::default()).await?;
     let sql = "SELECT testcase, machine, count(DISTINCT report_key) AS reports, count(*) AS observations \
                FROM metrics GROUP BY testcase, machine ORDER BY testcase, machine";
     let batches = engine.sql(sql).await?.collect().await?;
@@ -588,29 +420,30 @@ pub async fn run_all(args: &RunArgs, shutdown: &Shutdown) -> anyhow::Result<bool
         "{}",
         datafusion::arrow::util::pretty::pretty_format_batches(&batches)?
     );
-    Ok(complete(&ingested) && summary.dead_lettered == 0)
+    Ok(())
 }
 
 /// `dlq`, `dlq list`, `dlq replay`, `dlq show`; false when letters are left failing.
 pub async fn run_dlq(args: &DlqArgs) -> anyhow::Result<bool> {
-    let brokers = args.kafka.brokers()?.to_owned();
+    let topics = args.kafka.topics()?;
+    let brokers = &topics.brokers;
     match &args.command {
         None | Some(DlqCommand::List) => {
             // Ingest's letters (inputs that could not be parsed), then the transformer's
             // (messages of the reports topic it could not read).
             let mut listed = Vec::new();
-            for topic in [&args.kafka.dlq_topic, &args.kafka.transform_dlq_topic] {
-                listed.push((topic.as_str(), dead_letters(&brokers, topic).await?));
+            for topic in [&topics.dlq, &topics.transform_dlq] {
+                listed.push((topic.as_str(), dead_letters(brokers, topic).await?));
             }
             list_dead_letters(&listed);
             Ok(true)
         }
         Some(DlqCommand::Show { letter }) => {
-            show_dead_letter(&brokers, &args.kafka.dlq_topic, letter).await?;
+            show_dead_letter(brokers, &topics.dlq, letter).await?;
             Ok(true)
         }
         Some(DlqCommand::Replay { sources_topic }) => {
-            replay_dead_letters(&args.kafka, brokers, sources_topic).await
+            replay_dead_letters(topics, sources_topic).await
         }
     }
 }
@@ -656,14 +489,8 @@ async fn show_dead_letter(brokers: &str, ingest_topic: &str, letter: &str) -> an
 }
 
 /// `dlq replay`: ingest's letters, then the transformer's; false while some still fail.
-async fn replay_dead_letters(
-    kafka: &KafkaArgs,
-    brokers: String,
-    sources_topic: &str,
-) -> anyhow::Result<bool> {
-    let mut target = KafkaTarget::new(brokers);
-    target.reports_topic = kafka.topic.clone();
-    target.dlq_topic = kafka.dlq_topic.clone();
+async fn replay_dead_letters(topics: Topics, sources_topic: &str) -> anyhow::Result<bool> {
+    let target = KafkaTarget::new(topics);
     let summary = lkplake_ingest::replay::replay(&target, sources_topic).await?;
     for (letter, reason) in &summary.still_failing {
         eprintln!(
@@ -678,14 +505,14 @@ async fn replay_dead_letters(
         summary.reports,
         summary.mentions,
         summary.links,
-        target.reports_topic,
+        target.topics.reports,
         summary.already_replayed,
         summary.not_reports,
         summary.still_failing.len(),
-        target.dlq_topic
+        target.topics.dlq
     );
-    let dlq = &kafka.transform_dlq_topic;
-    let transformed = replay_transform_letters(&target, dlq, sources_topic).await?;
+    let dlq = &target.topics.transform_dlq;
+    let transformed = replay_transform_letters(&target, sources_topic).await?;
     for (letter, reason) in &transformed.still_failing {
         let consumed = letter
             .consumed
@@ -700,7 +527,7 @@ async fn replay_dead_letters(
         "lkplake dlq replay: {} transformer letters: {} replayed now (produced to {} as they were), {} replayed before, {} still failing (left in {dlq})",
         transformed.letters,
         transformed.replayed,
-        target.reports_topic,
+        target.topics.reports,
         transformed.already_replayed,
         transformed.still_failing.len(),
     );
@@ -724,13 +551,13 @@ struct TransformReplay {
 /// between the two sends it again; the transformer keeps one copy of a key.
 async fn replay_transform_letters(
     target: &KafkaTarget,
-    dlq_topic: &str,
     sources_topic: &str,
 ) -> anyhow::Result<TransformReplay> {
-    let letters = dead_letters(&target.brokers, dlq_topic).await?;
-    let (brokers, topic) = (target.brokers.clone(), sources_topic.to_owned());
+    let dlq_topic = &target.topics.transform_dlq;
+    let letters = dead_letters(&target.topics.brokers, dlq_topic).await?;
+    let (brokers, topic) = (target.topics.brokers.clone(), sources_topic.to_owned());
     let saved = tokio::task::spawn_blocking(move || Checkpoints::load(&brokers, &topic)).await??;
-    let producer = lkplake_ingest::kafka::producer(&target.brokers)?;
+    let producer = lkplake_ingest::kafka::producer(&target.topics.brokers)?;
     let mut checkpoints = Checkpointer::new(producer.clone(), sources_topic, saved);
     let mut summary = TransformReplay {
         letters: letters.len() as u64,
@@ -752,7 +579,7 @@ async fn replay_transform_letters(
                 continue;
             }
         };
-        let record = FutureRecord::to(&target.reports_topic)
+        let record = FutureRecord::to(&target.topics.reports)
             .key(message.key())
             .payload(letter.raw.as_slice());
         producer
@@ -762,7 +589,7 @@ async fn replay_transform_letters(
             .with_context(|| {
                 format!(
                     "sending letter {dlq_topic}:{}:{} back to {}",
-                    letter.partition, letter.offset, target.reports_topic
+                    letter.partition, letter.offset, target.topics.reports
                 )
             })?;
         checkpoints.save(key, Position::Replayed).await?;
@@ -814,7 +641,7 @@ fn list_dead_letters(topics: &[(&str, Vec<DeadLetter>)]) {
 }
 
 pub async fn run_compact(args: &CompactArgs) -> anyhow::Result<()> {
-    let mut lake = Lake::open(&args.lake).await?;
+    let mut lake = Lake::open(&args.lake.url).await?;
     let summary = lake.compact(args.resort).await?;
     eprintln!(
         "lkplake compact: {} files rewritten into {} ({} metrics partitions sorted by series, {} left for the next compaction: written to meanwhile), {} unreferenced files removed",
@@ -830,141 +657,6 @@ pub async fn run_compact(args: &CompactArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// What ingest produced: 5 reports, 3 mentions and 2 links.
-    fn produced() -> IngestSummary {
-        IngestSummary {
-            reports: 5,
-            mentions: 3,
-            links: 2,
-            ..IngestSummary::default()
-        }
-    }
-
-    #[test]
-    fn a_report_lost_behind_mentions_and_rereads_is_a_drop() {
-        // Three of the five reports reached the transformer, the three mentions did, and two
-        // messages were read again after a rewind: eight messages read, more than the five
-        // reports produced, which the comparison of every message read with the reports
-        // produced took for no loss.
-        let transformed = TransformSummary {
-            messages: 8,
-            already_in_lake: 2,
-            report_messages: 3,
-            mention_messages: 3,
-            link_messages: 2,
-            ..TransformSummary::default()
-        };
-        assert!(transformed.messages >= produced().reports);
-        let lost = dropped(&produced(), &transformed);
-        assert_eq!(
-            lost,
-            Some(Dropped {
-                reports: 2,
-                mentions: 0,
-                links: 0,
-                dead_lettered: 0
-            })
-        );
-        assert_eq!(lost.map(|l| l.lost()), Some(2));
-    }
-
-    #[test]
-    fn a_lost_mention_is_a_drop_even_when_every_report_arrived() {
-        let transformed = TransformSummary {
-            messages: 7,
-            report_messages: 5,
-            mention_messages: 2,
-            link_messages: 2,
-            ..TransformSummary::default()
-        };
-        assert_eq!(
-            dropped(&produced(), &transformed),
-            Some(Dropped {
-                reports: 0,
-                mentions: 1,
-                links: 0,
-                dead_lettered: 0
-            })
-        );
-    }
-
-    #[test]
-    fn a_lost_link_is_a_drop_even_when_every_report_and_mention_arrived() {
-        let transformed = TransformSummary {
-            report_messages: 5,
-            mention_messages: 3,
-            link_messages: 1,
-            ..TransformSummary::default()
-        };
-        assert_eq!(
-            dropped(&produced(), &transformed).map(|d| (d.links, d.lost())),
-            Some((1, 1))
-        );
-    }
-
-    #[test]
-    fn every_report_and_mention_read_is_no_drop_whatever_was_written() {
-        // Duplicates and quoted copies are read, not written: still no loss.
-        let transformed = TransformSummary {
-            messages: 8,
-            reports: 3,
-            mentions: 2,
-            duplicates: 3,
-            report_messages: 5,
-            mention_messages: 3,
-            link_messages: 2,
-            ..TransformSummary::default()
-        };
-        assert_eq!(dropped(&produced(), &transformed), None);
-    }
-
-    #[test]
-    fn a_dead_lettered_message_reached_the_transformer_and_is_no_drop() {
-        // Eight messages read: four reports, three mentions and one the transformer could
-        // not decode (a report, as it happens; it cannot tell).
-        let transformed = TransformSummary {
-            messages: 8,
-            report_messages: 4,
-            mention_messages: 3,
-            link_messages: 2,
-            dead_lettered: 1,
-            ..TransformSummary::default()
-        };
-        assert_eq!(dropped(&produced(), &transformed), None);
-    }
-
-    #[test]
-    fn a_drop_beside_a_dead_lettered_message_is_still_a_drop() {
-        // Seven messages read, one of them dead-lettered: one of the eight produced is lost.
-        let transformed = TransformSummary {
-            messages: 7,
-            report_messages: 3,
-            mention_messages: 3,
-            link_messages: 2,
-            dead_lettered: 1,
-            ..TransformSummary::default()
-        };
-        let lost = dropped(&produced(), &transformed);
-        assert_eq!(
-            lost,
-            Some(Dropped {
-                reports: 2,
-                mentions: 0,
-                links: 0,
-                dead_lettered: 1
-            })
-        );
-        assert_eq!(lost.map(|l| l.lost()), Some(1));
-        assert_eq!(
-            lost.map(|l| l.explain(&produced()))
-                .as_deref()
-                .and_then(|e| e.split(':').next()),
-            Some(
-                "the embedded Kafka cluster dropped 1 messages before they reached the lake (2 of 5 reports, 0 of 3 mentions and 0 of 2 links were not read, 1 of them read but dead-lettered (see above))"
-            )
-        );
-    }
 
     #[test]
     fn dlq_show_takes_a_topic_and_a_bare_offset_stays_ingests() {

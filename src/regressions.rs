@@ -5,7 +5,6 @@
 use crate::sql::{OutputFormat, execute};
 use chrono::NaiveDate;
 use clap::{Args, ValueEnum};
-use lkplake_lake::LakeUrl;
 use lkplake_query::{Engine, EngineConfig};
 
 /// A status of the `regressions` view.
@@ -52,9 +51,8 @@ impl Status {
 
 #[derive(Debug, Args)]
 pub struct RegressionsArgs {
-    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
-    #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: LakeUrl,
+    #[command(flatten)]
+    pub lake: crate::args::LakeArg,
     /// Only culprits with these statuses (comma-separated; default: every status).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub status: Vec<Status>,
@@ -101,7 +99,7 @@ fn query(args: &RegressionsArgs) -> String {
 }
 
 pub async fn run(args: &RegressionsArgs) -> anyhow::Result<bool> {
-    let engine = Engine::open(&args.lake, &EngineConfig::default()).await?;
+    let engine = Engine::open(&args.lake.url, &EngineConfig::default()).await?;
     let mut out = std::io::stdout().lock();
     execute(&engine, &query(args), args.format.into(), &mut out).await?;
     Ok(true)
@@ -113,7 +111,10 @@ mod tests {
 
     fn args(status: Vec<Status>, subsystem: Option<&str>, since: Option<&str>) -> RegressionsArgs {
         RegressionsArgs {
-            lake: LakeUrl::local(std::path::Path::new("lake")).unwrap_or_else(|e| panic!("{e}")),
+            lake: crate::args::LakeArg {
+                url: lkplake_lake::LakeUrl::local(std::path::Path::new("lake"))
+                    .unwrap_or_else(|e| panic!("{e}")),
+            },
             status,
             subsystem: subsystem.map(str::to_owned),
             since: since.map(|d| d.parse().unwrap_or_else(|e| panic!("{d}: {e}"))),

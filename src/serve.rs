@@ -1,21 +1,18 @@
 //! `lkplake serve`: the lake over the Postgres wire protocol, following new commits.
 
 use clap::Args;
-use lkplake_lake::LakeUrl;
 use lkplake_query::EngineConfig;
 use lkplake_serve::ServerConfig;
 use lkplake_serve::exporter::ExporterConfig;
 use lkplake_serve::pg::ServeConfig;
-use lkplake_serve::pipeline::PipelineTopics;
 use lkplake_shutdown::{Drained, Shutdown};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
-    #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: LakeUrl,
+    #[command(flatten)]
+    pub lake: crate::args::LakeArg,
     /// Address of the Postgres wire protocol listener.
     #[arg(long, env = "LKPLAKE_PG", default_value = "127.0.0.1:5433")]
     pub pg: SocketAddr,
@@ -78,7 +75,7 @@ pub struct ServeArgs {
 
 pub async fn run(args: &ServeArgs, shutdown: &Shutdown) -> anyhow::Result<()> {
     let config = ServerConfig {
-        lake: args.lake.clone(),
+        lake: args.lake.url.clone(),
         pg: ServeConfig {
             listen: args.pg,
             user: args.user.clone(),
@@ -103,12 +100,7 @@ pub async fn run(args: &ServeArgs, shutdown: &Shutdown) -> anyhow::Result<()> {
             max_series: args.export_max_series,
         },
         pipeline: match (&args.http, &args.kafka.brokers) {
-            (Some(_), Some(brokers)) => Some(PipelineTopics {
-                brokers: brokers.clone(),
-                topic: args.kafka.topic.clone(),
-                dlq_topic: args.kafka.dlq_topic.clone(),
-                transform_dlq_topic: args.kafka.transform_dlq_topic.clone(),
-            }),
+            (Some(_), Some(_)) => Some(args.kafka.topics()?),
             _ => None,
         },
         refresh: args.refresh,

@@ -5,7 +5,6 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use datafusion::sql::parser::DFParser;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
-use lkplake_lake::LakeUrl;
 use lkplake_query::format::{self, Format};
 use lkplake_query::{Engine, EngineConfig};
 use rustyline::error::ReadlineError;
@@ -31,9 +30,8 @@ impl From<OutputFormat> for Format {
 
 #[derive(Debug, Args)]
 pub struct SqlArgs {
-    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
-    #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: LakeUrl,
+    #[command(flatten)]
+    pub lake: crate::args::LakeArg,
     /// How to print results.
     #[arg(long, env = "LKPLAKE_FORMAT", value_enum, default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
@@ -52,7 +50,7 @@ pub async fn run(args: &SqlArgs) -> anyhow::Result<bool> {
         query_threads: None,
         keep_views: false,
     };
-    let engine = Engine::open(&args.lake, &config).await?;
+    let engine = Engine::open(&args.lake.url, &config).await?;
     match &args.sql {
         Some(sql) => {
             let mut out = std::io::stdout().lock();

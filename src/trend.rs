@@ -4,7 +4,6 @@ use clap::Args;
 use datafusion::arrow::array::{Float64Array, RecordBatch, StringArray, UInt32Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use indicatif::{ProgressBar, ProgressStyle};
-use lkplake_lake::LakeUrl;
 use lkplake_query::format;
 use lkplake_query::{Engine, EngineConfig};
 use lkplake_trend::{self as trend, Change, TrendConfig, detect};
@@ -14,9 +13,8 @@ use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub struct TrendArgs {
-    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
-    #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: LakeUrl,
+    #[command(flatten)]
+    pub lake: crate::args::LakeArg,
     /// Only this testcase.
     #[arg(long)]
     pub testcase: Option<String>,
@@ -53,7 +51,7 @@ pub struct TrendArgs {
 }
 
 pub async fn run(args: &TrendArgs) -> anyhow::Result<()> {
-    let engine = Engine::open(&args.lake, &EngineConfig::default()).await?;
+    let engine = Engine::open(&args.lake.url, &EngineConfig::default()).await?;
     let config = TrendConfig {
         testcase: args.testcase.clone(),
         machine: args.machine.clone(),

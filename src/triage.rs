@@ -60,9 +60,8 @@ impl Verdict {
 
 #[derive(Debug, Args)]
 pub struct TriageArgs {
-    /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
-    #[arg(long, env = "LKPLAKE_LAKE", default_value = "./lake")]
-    pub lake: LakeUrl,
+    #[command(flatten)]
+    pub lake: crate::args::LakeArg,
     /// The culprit commit: 7 to 40 hex digits of it, as `lkplake regressions` lists it.
     #[arg(required_unless_present_any = ["export", "import"])]
     pub culprit: Option<String>,
@@ -333,7 +332,7 @@ fn read_history(path: &Path, text: &str) -> anyhow::Result<Vec<Entry>> {
 }
 
 async fn export(args: &TriageArgs, path: &Path) -> anyhow::Result<bool> {
-    let engine = Engine::open(&args.lake, &EngineConfig::default()).await?;
+    let engine = Engine::open(&args.lake.url, &EngineConfig::default()).await?;
     let rows = history(&engine).await?;
     let mut text = String::new();
     for entry in &rows {
@@ -354,7 +353,7 @@ async fn export(args: &TriageArgs, path: &Path) -> anyhow::Result<bool> {
         eprintln!(
             "lkplake triage: {} rows of {} written to {}",
             rows.len(),
-            args.lake,
+            args.lake.url,
             path.display()
         );
     }
@@ -366,12 +365,12 @@ async fn import(args: &TriageArgs, path: &Path) -> anyhow::Result<bool> {
         .await
         .with_context(|| format!("reading {}", path.display()))?;
     let rows = read_history(path, &text)?;
-    let engine = Engine::open(&args.lake, &EngineConfig::default()).await?;
+    let engine = Engine::open(&args.lake.url, &EngineConfig::default()).await?;
     let held = history(&engine).await?;
     let mut seen: HashSet<&Entry> = held.iter().collect();
     let new: Vec<Entry> = rows.iter().filter(|r| seen.insert(r)).cloned().collect();
     if !new.is_empty() {
-        append(&args.lake, &new).await?;
+        append(&args.lake.url, &new).await?;
     }
     eprintln!(
         "lkplake triage: {} rows imported from {}, {} held already",
@@ -399,10 +398,10 @@ pub async fn run(args: &TriageArgs) -> anyhow::Result<bool> {
         bail!("give a CULPRIT and its --status, or --export or --import");
     };
     let prefix = commit_id("the culprit", culprit)?;
-    let engine = Engine::open(&args.lake, &EngineConfig::default()).await?;
+    let engine = Engine::open(&args.lake.url, &EngineConfig::default()).await?;
     let found = culprits(&engine, &prefix).await?;
     let entry = entry(args, status, &found, Utc::now())?;
-    append(&args.lake, std::slice::from_ref(&entry)).await?;
+    append(&args.lake.url, std::slice::from_ref(&entry)).await?;
     println!(
         "{} ({}): {} -> {} by {}",
         entry.culprit, entry.verdict, entry.from, entry.to, entry.by
@@ -416,7 +415,9 @@ mod tests {
 
     fn args(status: Verdict, fix: Option<&str>) -> TriageArgs {
         TriageArgs {
-            lake: LakeUrl::local(Path::new("lake")).unwrap_or_else(|e| panic!("{e}")),
+            lake: crate::args::LakeArg {
+                url: LakeUrl::local(Path::new("lake")).unwrap_or_else(|e| panic!("{e}")),
+            },
             culprit: Some("1e8017bb42".into()),
             status: Some(status),
             note: Some("noise on this box".into()),

@@ -22,9 +22,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The default checkpoint topic.
-pub const SOURCES_TOPIC: &str = "lkp.sources";
-
 /// How far a source has been delivered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

@@ -38,17 +38,17 @@ pub async fn follow(
     stop: CancellationToken,
     each_round: impl Fn(&IngestSummary),
 ) -> Result<IngestSummary, KafkaIngestError> {
-    lkplake_kafka::reachable(&target.brokers).await?;
+    lkplake_kafka::reachable(&target.topics.brokers).await?;
     if config.create_topic {
-        ensure_sources_topic(&target.brokers, &config.sources_topic).await?;
+        ensure_sources_topic(&target.topics.brokers, &config.sources_topic).await?;
     }
-    let (brokers, topic) = (target.brokers.clone(), config.sources_topic.clone());
+    let (brokers, topic) = (target.topics.brokers.clone(), config.sources_topic.clone());
     let saved = blocking("reading the checkpoints", move || {
         Checkpoints::load(&brokers, &topic)
     })
     .await?;
     let mut checkpoints = Checkpointer::new(
-        producer(&target.brokers)?,
+        producer(&target.topics.brokers)?,
         config.sources_topic.clone(),
         saved,
     );

@@ -21,8 +21,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-// The topic names are shared with the transformer and `lkplake dlq`.
-pub use lkplake_kafka::letter::{DLQ_TOPIC, REPORTS_TOPIC};
+use lkplake_kafka::Topics;
 
 /// The largest message the producer sends by default, and the most `--max-message-bytes`
 /// may be: the producer's own `message.max.bytes`.
@@ -48,15 +47,12 @@ const MAX_IN_FLIGHT: usize = 4096;
 /// reading): a crash costs at most this much re-reading.
 pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(10);
 
-/// Where to send.
+/// Where to send, and how.
 #[derive(Debug, Clone)]
 pub struct KafkaTarget {
-    /// Bootstrap addresses, comma-separated.
-    pub brokers: String,
-    /// Where parsed reports go (`lkp.reports`).
-    pub reports_topic: String,
-    /// Where messages that look like reports but cannot be parsed go (`lkp.dlq`).
-    pub dlq_topic: String,
+    /// Parsed reports go to `topics.reports`, messages that look like reports but cannot be
+    /// parsed to `topics.dlq`.
+    pub topics: Topics,
     /// Partitions of topics this run creates.
     pub partitions: i32,
     /// Create missing topics first (off for librdkafka's mock cluster, which has no
@@ -68,12 +64,10 @@ pub struct KafkaTarget {
 }
 
 impl KafkaTarget {
-    /// The default topics on the given brokers, six partitions, topics created when missing.
-    pub fn new(brokers: impl Into<String>) -> Self {
+    /// These topics, six partitions, topics created when missing.
+    pub fn new(topics: Topics) -> Self {
         Self {
-            brokers: brokers.into(),
-            reports_topic: REPORTS_TOPIC.to_owned(),
-            dlq_topic: DLQ_TOPIC.to_owned(),
+            topics,
             partitions: 6,
             create_topics: true,
             max_message_bytes: MAX_MESSAGE_BYTES,
@@ -86,15 +80,15 @@ impl KafkaTarget {
 pub async fn ensure_topics(target: &KafkaTarget) -> Result<(), KafkaIngestError> {
     let largest = (MAX_MESSAGE_BYTES + MESSAGE_OVERHEAD).to_string();
     create_topics(
-        &target.brokers,
+        &target.topics.brokers,
         &[
             NewTopic::new(
-                &target.reports_topic,
+                &target.topics.reports,
                 target.partitions,
                 TopicReplication::Fixed(1),
             )
             .set(TOPIC_MAX_MESSAGE_BYTES, &largest),
-            NewTopic::new(&target.dlq_topic, 1, TopicReplication::Fixed(1))
+            NewTopic::new(&target.topics.dlq, 1, TopicReplication::Fixed(1))
                 .set(TOPIC_MAX_MESSAGE_BYTES, &largest),
         ],
     )
@@ -108,15 +102,16 @@ pub async fn ensure_topics(target: &KafkaTarget) -> Result<(), KafkaIngestError>
 /// describe its topics leaves the flag's limit.
 pub async fn message_limit(target: &KafkaTarget) -> Result<usize, KafkaIngestError> {
     use rdkafka::admin::ResourceSpecifier;
-    let admin: AdminClient<DefaultClientContext> = lkplake_kafka::clients::client(&target.brokers)
-        .create()
-        .map_err(|source| KafkaIngestError::Client {
-            brokers: target.brokers.clone(),
-            source,
-        })?;
+    let admin: AdminClient<DefaultClientContext> =
+        lkplake_kafka::clients::client(&target.topics.brokers)
+            .create()
+            .map_err(|source| KafkaIngestError::Client {
+                brokers: target.topics.brokers.clone(),
+                source,
+            })?;
     let topics = [
-        ResourceSpecifier::Topic(&target.reports_topic),
-        ResourceSpecifier::Topic(&target.dlq_topic),
+        ResourceSpecifier::Topic(&target.topics.reports),
+        ResourceSpecifier::Topic(&target.topics.dlq),
     ];
     let options = AdminOptions::new().request_timeout(Some(Duration::from_secs(10)));
     let described = match admin.describe_configs(&topics, &options).await {
@@ -127,7 +122,7 @@ pub async fn message_limit(target: &KafkaTarget) -> Result<usize, KafkaIngestErr
         }
     };
     let mut limit = target.max_message_bytes;
-    for (topic, resource) in [&target.reports_topic, &target.dlq_topic]
+    for (topic, resource) in [&target.topics.reports, &target.topics.dlq]
         .into_iter()
         .zip(described)
     {
@@ -518,7 +513,7 @@ pub async fn ingest(
     mut checkpoints: Option<&mut Checkpointer>,
 ) -> Result<IngestSummary, KafkaIngestError> {
     // librdkafka would wait for an unreachable broker for ever; say so within seconds.
-    lkplake_kafka::reachable(&target.brokers).await?;
+    lkplake_kafka::reachable(&target.topics.brokers).await?;
     // librdkafka's mock cluster (`create_topics` off) has neither CreateTopics nor
     // DescribeConfigs, and takes any size.
     let limit = if target.create_topics {
@@ -527,7 +522,7 @@ pub async fn ingest(
     } else {
         target.max_message_bytes
     };
-    let producer = producer_for(&target.brokers, limit)?;
+    let producer = producer_for(&target.topics.brokers, limit)?;
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Item>(1024);
     let files = inputs.inputs.len() as u64;
     let parser = spawn_parser(inputs, checkpoints.is_some(), limit, stop.clone(), tx);
@@ -727,7 +722,7 @@ impl Run {
                 self.summary.count(sent);
                 Some(deliver(
                     producer,
-                    &target.reports_topic,
+                    &target.topics.reports,
                     key,
                     payload,
                     None,
@@ -748,7 +743,7 @@ impl Run {
                 let key = source.to_string();
                 Some(deliver(
                     producer,
-                    &target.dlq_topic,
+                    &target.topics.dlq,
                     key,
                     raw,
                     Some(headers),

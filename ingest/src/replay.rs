@@ -41,11 +41,11 @@ pub async fn replay(
     target: &KafkaTarget,
     sources_topic: &str,
 ) -> Result<ReplaySummary, KafkaIngestError> {
-    lkplake_kafka::reachable(&target.brokers).await?;
-    ensure_sources_topic(&target.brokers, sources_topic).await?;
+    lkplake_kafka::reachable(&target.topics.brokers).await?;
+    ensure_sources_topic(&target.topics.brokers, sources_topic).await?;
     let (brokers, dlq, topic) = (
-        target.brokers.clone(),
-        target.dlq_topic.clone(),
+        target.topics.brokers.clone(),
+        target.topics.dlq.clone(),
         sources_topic.to_owned(),
     );
     let (letters, saved) = blocking("reading the dead letters", move || {
@@ -55,14 +55,14 @@ pub async fn replay(
         ))
     })
     .await?;
-    let producer = producer(&target.brokers)?;
+    let producer = producer(&target.topics.brokers)?;
     let mut checkpoints = Checkpointer::new(producer.clone(), sources_topic, saved);
     let mut summary = ReplaySummary {
         letters: letters.len() as u64,
         ..ReplaySummary::default()
     };
     for letter in letters {
-        let key = dead_letter_key(&target.dlq_topic, letter.partition, letter.offset);
+        let key = dead_letter_key(&target.topics.dlq, letter.partition, letter.offset);
         if checkpoints.saved.get(&key) == Some(&Position::Replayed) {
             summary.already_replayed += 1;
             continue;
@@ -101,7 +101,15 @@ pub async fn replay(
                     source,
                     payload,
                 } => {
-                    deliver(&producer, &target.reports_topic, key, payload, None, source).await?;
+                    deliver(
+                        &producer,
+                        &target.topics.reports,
+                        key,
+                        payload,
+                        None,
+                        source,
+                    )
+                    .await?;
                     match sent {
                         Sent::Mention => summary.mentions += 1,
                         Sent::Link => summary.links += 1,

@@ -1,5 +1,5 @@
-//! The pipeline's topic names and the dead-letter format, defined once for the two stages that
-//! write letters (ingest, the transformer) and the one command that reads them (`lkplake dlq`).
+//! The dead-letter format, defined once for the two stages that write letters (ingest, the
+//! transformer) and the one command that reads them (`lkplake dlq`).
 //!
 //! A dead letter is the refused bytes exactly as they came, as the message value, with why and
 //! where in headers. Ingest's letters name the input (path, message index, archive epoch and
@@ -7,14 +7,6 @@
 //! partition, offset). Both carry the reason in [`ERROR`].
 
 use rdkafka::message::{Header, OwnedHeaders};
-
-/// Parsed reports, one JSON message each, keyed by report key.
-pub const REPORTS_TOPIC: &str = "lkp.reports";
-/// Ingest's dead letters: inputs that could not be parsed, with the reason and origin in headers.
-pub const DLQ_TOPIC: &str = "lkp.reports.dlq";
-/// The transformer's dead letters: messages of the reports topic that are neither a report nor
-/// a mention this version reads (not that JSON, or a newer `schema_version`).
-pub const TRANSFORM_DLQ_TOPIC: &str = "lkp.reports.transform.dlq";
 
 /// Header: why the letter was refused (both stages).
 pub const ERROR: &str = "lkplake-error";

@@ -1,8 +1,8 @@
 //! `lkplake-kafka`: what the producer, the transformer and the server's pipeline probe each need
 //! from a broker beyond sending and receiving: whether it answers at all (and why not), the
 //! real end of every partition, and the range of offsets a topic holds; reading a topic to its
-//! end ([`read`]); the names and
-//! dead-letter format every stage shares ([`letter`]); and which failed sends are worth
+//! end ([`read`]); the topics every stage shares ([`topics`]) and the dead-letter format
+//! ([`letter`]); and which failed sends are worth
 //! making again ([`worth_resending`]).
 //!
 //! Every client is configured by [`clients`].
@@ -19,14 +19,15 @@ pub mod letter;
 mod reach;
 pub mod read;
 mod resend;
+pub mod topics;
 mod watermarks;
 
 pub use ends::partition_ends_within;
 pub use error::BrokerError;
-pub use letter::{DLQ_TOPIC, REPORTS_TOPIC, TRANSFORM_DLQ_TOPIC};
 pub use reach::{REACH_TIMEOUT, reachable};
 pub use read::{QuietAtEnd, is_partition_end, read_topic};
 pub use resend::{RESEND_FOR, worth_resending};
+pub use topics::{DLQ_TOPIC, REPORTS_TOPIC, SOURCES_TOPIC, TRANSFORM_DLQ_TOPIC, Topics};
 pub use watermarks::{Watermarks, watermarks};
 
 /// Runs `work` on a named thread of its own and waits for it at most `limit`. Not

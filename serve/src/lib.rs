@@ -18,10 +18,11 @@ pub mod pipeline;
 pub use error::ServeError;
 
 use exporter::{Exporter, ExporterConfig};
+use lkplake_kafka::Topics;
 use lkplake_lake::LakeUrl;
 use lkplake_query::{Engine, EngineConfig};
 use lkplake_shutdown::{Drained, Shutdown};
-use pipeline::{PipelineProbe, PipelineTopics};
+use pipeline::PipelineProbe;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,7 +42,7 @@ pub struct ServerConfig {
     pub exporter: ExporterConfig,
 
     /// With `http`: the Kafka topics whose progress the exporter reports.
-    pub pipeline: Option<PipelineTopics>,
+    pub pipeline: Option<Topics>,
     /// How often to look for new commits in the lake.
     pub refresh: Duration,
     /// How long statements in flight may run on after a stop was asked for.

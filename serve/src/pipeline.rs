@@ -5,7 +5,7 @@
 
 use crate::ServeError;
 use crate::exporter::{Exporter, Family};
-use lkplake_kafka::{BrokerError, watermarks};
+use lkplake_kafka::{BrokerError, Topics, watermarks};
 use lkplake_lake::{LakeTables, LakeUrl};
 use rdkafka::consumer::BaseConsumer;
 use std::sync::Arc;
@@ -31,16 +31,12 @@ impl PartitionHealth {
 /// The pipeline as Kafka and the lake see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PipelineHealth {
-    /// The reports topic.
-    pub topic: String,
-    /// Each of its partitions.
+    /// The topics read.
+    pub topics: Topics,
+    /// Each partition of the reports topic.
     pub partitions: Vec<PartitionHealth>,
-    /// The dead-letter topic.
-    pub dlq_topic: String,
-    /// Messages ever written to the dead-letter topic (absent when it does not exist yet).
+    /// Messages ever written to ingest's dead-letter topic (absent when it does not exist yet).
     pub dead_letters: Option<i64>,
-    /// The transformer's dead-letter topic.
-    pub transform_dlq_topic: String,
     /// Messages of the reports topic the transformer ever dead-lettered; 0 while its topic
     /// does not exist, since the transformer creates it at its first letter.
     pub transform_dead_letters: i64,
@@ -53,23 +49,10 @@ impl PipelineHealth {
     }
 }
 
-/// Which topics of which brokers the probe reads.
-#[derive(Debug, Clone)]
-pub struct PipelineTopics {
-    /// Bootstrap addresses, comma-separated.
-    pub brokers: String,
-    /// The reports topic.
-    pub topic: String,
-    /// The dead-letter topic.
-    pub dlq_topic: String,
-    /// The transformer's dead-letter topic.
-    pub transform_dlq_topic: String,
-}
-
 /// Reads the pipeline's health again and again with one Kafka client and the lake's tables.
 pub struct PipelineProbe {
     consumer: BaseConsumer,
-    topics: PipelineTopics,
+    topics: Topics,
     lake: LakeTables,
 }
 
@@ -83,7 +66,7 @@ impl std::fmt::Debug for PipelineProbe {
 
 impl PipelineProbe {
     /// A probe with its own Kafka client; fails when the lake cannot be opened.
-    pub async fn new(topics: PipelineTopics, lake: &LakeUrl) -> Result<Self, ServeError> {
+    pub async fn new(topics: Topics, lake: &LakeUrl) -> Result<Self, ServeError> {
         let consumer = lkplake_kafka::clients::reader(&topics.brokers, "lkplake-health")
             .create()
             .map_err(|source| BrokerError::Client {
@@ -100,11 +83,11 @@ impl PipelineProbe {
     /// The topics' high watermarks and the lake's recorded progress, after loading the lake's
     /// commits since the last call. Needs a multi-threaded runtime: rdkafka's calls block.
     pub async fn read(&mut self) -> Result<PipelineHealth, ServeError> {
-        let PipelineTopics {
+        let Topics {
             brokers,
-            topic,
-            dlq_topic,
-            transform_dlq_topic,
+            reports: topic,
+            dlq: dlq_topic,
+            transform_dlq: transform_dlq_topic,
         } = &self.topics;
         let (reports, dlq, transform_dlq) = tokio::task::block_in_place(|| {
             Ok::<_, BrokerError>((
@@ -125,11 +108,9 @@ impl PipelineProbe {
             })
             .collect();
         Ok(PipelineHealth {
-            topic: topic.clone(),
+            topics: self.topics.clone(),
             partitions,
-            dlq_topic: dlq_topic.clone(),
             dead_letters: (!dlq.is_empty()).then(|| dlq.iter().map(|w| w.high).sum()),
-            transform_dlq_topic: transform_dlq_topic.clone(),
             transform_dead_letters: transform_dlq.iter().map(|w| w.high).sum(),
         })
     }
@@ -161,11 +142,11 @@ fn families(health: &PipelineHealth) -> Vec<Family> {
         "Messages producers wrote to the topic: parsed reports, or dead letters.",
     )
     .with(
-        vec![("topic", health.topic.clone())],
+        vec![("topic", health.topics.reports.clone())],
         health.produced() as f64,
     );
     if let Some(dead) = health.dead_letters {
-        produced = produced.with(vec![("topic", health.dlq_topic.clone())], dead as f64);
+        produced = produced.with(vec![("topic", health.topics.dlq.clone())], dead as f64);
     }
     // Always present, 0 before the first letter, so an alert on its increase needs no
     // `absent()` twin.
@@ -174,7 +155,7 @@ fn families(health: &PipelineHealth) -> Vec<Family> {
         "Messages of the reports topic the transformer could not read, written to its dead-letter topic.",
     )
     .with(
-        vec![("topic", health.transform_dlq_topic.clone())],
+        vec![("topic", health.topics.transform_dlq.clone())],
         health.transform_dead_letters as f64,
     );
     let mut next = Family::gauge(
@@ -187,7 +168,7 @@ fn families(health: &PipelineHealth) -> Vec<Family> {
     );
     for p in &health.partitions {
         let labels = vec![
-            ("topic", health.topic.clone()),
+            ("topic", health.topics.reports.clone()),
             ("partition", p.partition.to_string()),
         ];
         next = next.with(labels.clone(), p.next_in_lake as f64);
@@ -204,15 +185,13 @@ mod tests {
 
     fn health(transform_dead_letters: i64) -> PipelineHealth {
         PipelineHealth {
-            topic: "lkp.reports".to_owned(),
+            topics: Topics::new("127.0.0.1:9092"),
             partitions: vec![PartitionHealth {
                 partition: 0,
                 high_watermark: 5,
                 next_in_lake: 5,
             }],
-            dlq_topic: "lkp.reports.dlq".to_owned(),
             dead_letters: Some(1),
-            transform_dlq_topic: "lkp.reports.transform.dlq".to_owned(),
             transform_dead_letters,
         }
     }

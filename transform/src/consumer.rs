@@ -5,6 +5,7 @@ use crate::TransformError;
 use crate::bookkeeping::{Ledger, Seek, TransformSummary};
 use crate::letters::KafkaPostbox;
 use crate::tracker::{Check, Limits};
+use lkplake_kafka::Topics;
 use lkplake_lake::{Lake, LakeUrl};
 use lkplake_schemas::metric::DirectionTable;
 use rdkafka::TopicPartitionList;
@@ -23,12 +24,9 @@ use std::time::{Duration, Instant};
 /// How a transform run behaves.
 #[derive(Debug, Clone)]
 pub struct TransformConfig {
-    /// Bootstrap addresses, comma-separated.
-    pub brokers: String,
-    /// The reports topic.
-    pub topic: String,
-    /// Where messages of the reports topic that cannot be read go (`lkp.reports.transform.dlq`).
-    pub dlq_topic: String,
+    /// The reports topic is read; messages of it that cannot be read go to
+    /// `topics.transform_dlq`. Ingest's dead-letter topic is not used.
+    pub topics: Topics,
     /// Create the dead-letter topic at the first letter when it is missing (off for
     /// librdkafka's mock cluster, which has no CreateTopics).
     pub create_dlq_topic: bool,
@@ -57,14 +55,11 @@ pub struct TransformConfig {
 }
 
 impl TransformConfig {
-    /// The defaults: `lkp.reports`, letters to `lkp.reports.transform.dlq` (created when
-    /// missing), group `lkplake-transform`, flush at 500,000 rows or 5 s, fetches wait at most
-    /// 10 ms at the broker.
-    pub fn new(brokers: impl Into<String>, lake: LakeUrl) -> Self {
+    /// These topics, the dead-letter topic created when missing, group `lkplake-transform`,
+    /// flush at 500,000 rows or 5 s, fetches wait at most 10 ms at the broker.
+    pub fn new(topics: Topics, lake: LakeUrl) -> Self {
         Self {
-            brokers: brokers.into(),
-            topic: lkplake_kafka::REPORTS_TOPIC.into(),
-            dlq_topic: lkplake_kafka::TRANSFORM_DLQ_TOPIC.into(),
+            topics,
             create_dlq_topic: true,
             group: "lkplake-transform".into(),
             lake,
@@ -111,12 +106,12 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<TransformSummary, TransformError> {
     // Both fail fast and say why, before a consumer would wait for a broker for ever.
-    lkplake_kafka::reachable(&config.brokers).await?;
+    lkplake_kafka::reachable(&config.topics.brokers).await?;
     let lake = Lake::open(&config.lake).await?;
     let limits = Limits::for_flush_interval(config.flush_interval, config.until_idle);
     let ledger = Ledger::open(
         lake,
-        &config.topic,
+        &config.topics.reports,
         config.directions.clone(),
         limits,
         Instant::now(),
@@ -124,7 +119,7 @@ pub async fn run(
     .await?;
 
     let changed = Arc::new(AtomicBool::new(false));
-    let mut client = lkplake_kafka::clients::client(&config.brokers);
+    let mut client = lkplake_kafka::clients::client(&config.topics.brokers);
     if let Some(id) = &config.instance_id {
         client.set("group.instance.id", id);
     }
@@ -144,19 +139,19 @@ pub async fn run(
             changed: changed.clone(),
         })
         .map_err(|source| TransformError::Client {
-            brokers: config.brokers.clone(),
+            brokers: config.topics.brokers.clone(),
             source,
         })?;
     consumer
-        .subscribe(&[&config.topic])
+        .subscribe(&[&config.topics.reports])
         .map_err(|source| TransformError::Subscribe {
-            topic: config.topic.clone(),
+            topic: config.topics.reports.clone(),
             source,
         })?;
     let postbox = KafkaPostbox::new(
-        &config.brokers,
-        &config.topic,
-        &config.dlq_topic,
+        &config.topics.brokers,
+        &config.topics.reports,
+        &config.topics.transform_dlq,
         config.create_dlq_topic,
     );
     let mut member = Member {
@@ -290,7 +285,7 @@ impl Member {
         let mut tpl = TopicPartitionList::new();
         for (&partition, &next) in &committed {
             if let Err(e) = tpl.add_partition_offset(
-                &self.config.topic,
+                &self.config.topics.reports,
                 partition,
                 rdkafka::Offset::Offset(next),
             ) {
@@ -309,10 +304,12 @@ impl Member {
     /// cannot be sought now (revoked meanwhile) is left to the next check.
     fn seek(&mut self, Seek { partition, to }: Seek) {
         self.ledger.rewound();
-        if let Err(e) =
-            self.consumer
-                .seek(&self.config.topic, partition, to, Duration::from_secs(10))
-        {
+        if let Err(e) = self.consumer.seek(
+            &self.config.topics.reports,
+            partition,
+            to,
+            Duration::from_secs(10),
+        ) {
             tracing::warn!(partition, error = %e, "seeking failed");
         }
     }
@@ -322,9 +319,9 @@ impl Member {
     /// a killed one whose session has not expired yet) count too, so `--until-idle` never stops
     /// with data left behind.
     async fn check(&mut self) -> Result<bool, TransformError> {
-        let topic = self.config.topic.clone();
+        let topic = self.config.topics.reports.clone();
         let ends: BTreeMap<i32, i64> = lkplake_kafka::partition_ends_within(
-            &self.config.brokers,
+            &self.config.topics.brokers,
             &topic,
             Duration::from_secs(30),
         )
