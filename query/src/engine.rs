@@ -258,7 +258,7 @@ impl Engine {
             if self.config.keep_views && crate::materialized::MATERIALIZED_VIEWS.contains(&view) {
                 // Registered again, so the views planned after it read the kept rows too.
                 let serving = serving.get_or_insert_with(|| Arc::new(self.ctx.state()));
-                let materialized = Materialized::wrap(provider, Arc::clone(serving));
+                let materialized = Materialized::wrap(view, provider, Arc::clone(serving));
                 provider = Arc::clone(&materialized) as Arc<dyn TableProvider>;
                 kept.push(materialized);
                 scratch.deregister_table(view).map_err(fail)?;
@@ -416,6 +416,43 @@ mod tests {
         assert_eq!(metrics_version(&engine), Some(1));
         assert_eq!(metric_rows(&engine).await, 1);
         assert!(!engine.refresh().await.unwrap_or_else(|e| panic!("{e}")));
+    }
+
+    #[tokio::test]
+    async fn the_kept_views_list_plain_strings_not_string_views() {
+        // A list of string views holds the scan's whole data buffers, which DataFusion counts
+        // once per row: `regressions` on the 10.6M-row lake counted 3.5 GB for 1.6 MB of names
+        // and could never be kept.
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let url = LakeUrl::local(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        drop(Lake::open(&url).await.unwrap_or_else(|e| panic!("{e}")));
+        let engine = Engine::open(&url, &EngineConfig::default())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut lists = Vec::new();
+        for view in crate::materialized::MATERIALIZED_VIEWS {
+            let frame = engine
+                .sql(&format!("SELECT * FROM {view} LIMIT 0"))
+                .await
+                .unwrap_or_else(|e| panic!("{view}: {e}"));
+            for field in frame.schema().fields() {
+                if let arrow::datatypes::DataType::List(item) = field.data_type() {
+                    lists.push((view, field.name().clone(), item.data_type().clone()));
+                }
+            }
+        }
+        let utf8 = arrow::datatypes::DataType::Utf8;
+        let expected: Vec<_> = [
+            ("discussion", "senders"),
+            ("regressions", "testcases"),
+            ("regressions", "machines"),
+            ("regressions", "headline_metrics"),
+            ("regressions", "senders"),
+        ]
+        .into_iter()
+        .map(|(view, column)| (view, column.to_owned(), utf8.clone()))
+        .collect();
+        assert_eq!(lists, expected);
     }
 
     fn view_names(sql: &str) -> Result<Vec<String>, DataFusionError> {

@@ -51,6 +51,8 @@ struct Kept {
 /// installed for.
 #[derive(Debug)]
 pub struct Materialized {
+    /// The view's name, for the log.
+    name: &'static str,
     view: Arc<dyn TableProvider>,
     /// The serving session: its plans run on the query threads, within its memory limit.
     state: Arc<SessionState>,
@@ -65,8 +67,13 @@ pub struct Materialized {
 
 impl Materialized {
     /// `view`, to be computed with `state` once [`Materialized::arm`]ed and queried twice.
-    pub fn wrap(view: Arc<dyn TableProvider>, state: Arc<SessionState>) -> Arc<Self> {
+    pub fn wrap(
+        name: &'static str,
+        view: Arc<dyn TableProvider>,
+        state: Arc<SessionState>,
+    ) -> Arc<Self> {
         Arc::new(Self {
+            name,
             view,
             state,
             kept: Arc::new(OnceLock::new()),
@@ -96,14 +103,15 @@ impl Materialized {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let (view, state, kept) = (
+        let (name, view, state, kept) = (
+            self.name,
             Arc::clone(&self.view),
             Arc::clone(&self.state),
             Arc::clone(&self.kept),
         );
         *computing = Some(AbortOnDropHandle::new(runtime.spawn(async move {
-            let rows = compute(view, &state).await.unwrap_or_else(|error| {
-                tracing::warn!(%error, "a view's rows could not be kept: it is computed per query");
+            let rows = compute(name, view, &state).await.unwrap_or_else(|error| {
+                tracing::warn!(view = name, %error, "a view's rows could not be kept: it is computed per query");
                 None
             });
             let _ = kept.set(rows);
@@ -112,7 +120,11 @@ impl Materialized {
 }
 
 /// Every row of `view`, unless they take more than [`MAX_BYTES`] or the memory pool's room.
-async fn compute(view: Arc<dyn TableProvider>, state: &SessionState) -> Result<Option<Kept>> {
+async fn compute(
+    name: &str,
+    view: Arc<dyn TableProvider>,
+    state: &SessionState,
+) -> Result<Option<Kept>> {
     let plan = view.scan(state, None, &[], None).await?;
     let memory = MemoryConsumer::new("kept view").register(&state.runtime_env().memory_pool);
     let mut stream = execute_stream(plan, state.task_ctx())?;
@@ -123,6 +135,7 @@ async fn compute(view: Arc<dyn TableProvider>, state: &SessionState) -> Result<O
         let bytes = new_bytes(&batch, &mut held);
         if memory.size() + bytes > MAX_BYTES || memory.try_grow(bytes).is_err() {
             tracing::warn!(
+                view = name,
                 limit = MAX_BYTES,
                 "a view's rows take more memory than may be kept: it is computed per query"
             );
@@ -131,6 +144,7 @@ async fn compute(view: Arc<dyn TableProvider>, state: &SessionState) -> Result<O
         batches.push(batch);
     }
     let rows = MemTable::try_new(view.schema(), vec![batches])?;
+    tracing::info!(view = name, bytes = memory.size(), "a view's rows are kept");
     Ok(Some(Kept {
         rows: Arc::new(rows),
         _memory: memory,
@@ -273,7 +287,7 @@ mod tests {
             .await?;
         let view = ctx.table_provider("doubled").await?;
         ctx.deregister_table("doubled")?;
-        let kept = Materialized::wrap(view, Arc::new(ctx.state()));
+        let kept = Materialized::wrap("doubled", view, Arc::new(ctx.state()));
         ctx.register_table("doubled", Arc::clone(&kept) as Arc<dyn TableProvider>)?;
 
         // Before it is armed, and on the first query after, the view is read as a view; the
