@@ -1,7 +1,6 @@
 //! Flags several commands share, declared once and flattened into each.
 
 use crate::UsageError;
-use anyhow::Context;
 use clap::Args;
 use lkplake_ingest::kafka::MAX_MESSAGE_BYTES;
 use lkplake_lake::LakeUrl;
@@ -12,7 +11,13 @@ use std::path::PathBuf;
 #[derive(Debug, Args, Clone)]
 pub struct LakeArg {
     /// Where the lake is: a directory, a file:// URL, or s3://bucket/prefix (AWS_* variables).
-    #[arg(long = "lake", env = "LKPLAKE_LAKE", default_value = "./lake")]
+    #[arg(
+        id = "lake",
+        long = "lake",
+        value_name = "LAKE",
+        env = "LKPLAKE_LAKE",
+        default_value = "./lake"
+    )]
     pub url: LakeUrl,
 }
 
@@ -21,7 +26,12 @@ pub struct LakeArg {
 pub struct DirectionsArg {
     /// Which way is better for metrics the built-in tables get wrong or do not know: lines of
     /// `PATTERN higher|lower`, the pattern a regex over whole metric names (`#` comments).
-    #[arg(long = "directions", env = "LKPLAKE_DIRECTIONS")]
+    #[arg(
+        id = "directions",
+        long = "directions",
+        value_name = "DIRECTIONS",
+        env = "LKPLAKE_DIRECTIONS"
+    )]
     pub file: Option<PathBuf>,
 }
 
@@ -31,9 +41,13 @@ impl DirectionsArg {
         let Some(file) = &self.file else {
             return Ok(DirectionTable::default());
         };
-        let text = tokio::fs::read_to_string(file)
-            .await
-            .with_context(|| format!("reading the directions file {}", file.display()))?;
+        // A file that cannot be read is a file given wrong, as is one that cannot be parsed.
+        let text = tokio::fs::read_to_string(file).await.map_err(|e| {
+            UsageError::owned(format!(
+                "reading the directions file {}: {e}",
+                file.display()
+            ))
+        })?;
         DirectionTable::default()
             .with_overrides_text(&text)
             .map_err(|e| {
@@ -51,7 +65,7 @@ pub struct MessageSizeArg {
     /// SHA-256. A single message over 64 MiB is not read whole, and only its first 64 KiB are
     /// kept: it is dead-lettered with those, marked truncated, naming its path, message index
     /// and the limit, and `dlq replay` refuses it.
-    #[arg(long = "max-message-bytes", env = "LKPLAKE_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES as u64,
+    #[arg(id = "max_message_bytes", long = "max-message-bytes", value_name = "MAX_MESSAGE_BYTES", env = "LKPLAKE_MAX_MESSAGE_BYTES", default_value_t = MAX_MESSAGE_BYTES as u64,
           value_parser = clap::value_parser!(u64).range(1024..=MAX_MESSAGE_BYTES as u64))]
     pub bytes: u64,
 }
@@ -61,4 +75,13 @@ impl MessageSizeArg {
     pub fn get(&self) -> usize {
         usize::try_from(self.bytes).unwrap_or(MAX_MESSAGE_BYTES)
     }
+}
+
+/// `--sources-topic`: where a follower keeps each source's position and `dlq replay` the
+/// letters it replayed.
+#[derive(Debug, Args, Clone)]
+pub struct SourcesTopicArg {
+    /// The compacted topic where each source's position and each replayed letter are kept.
+    #[arg(id = "sources_topic", long = "sources-topic", value_name = "SOURCES_TOPIC", env = "LKPLAKE_SOURCES_TOPIC", default_value = lkplake_kafka::SOURCES_TOPIC)]
+    pub name: String,
 }

@@ -1,18 +1,18 @@
-//! `lkplake ingest`, `transform`, `run`, `dlq` and `compact`: wiring of the ingest and
-//! transform crates, the embedded broker, signals and progress output.
+//! `lkplake ingest`, `transform`, `run`, `dlq` and `compact`: flags into the ingest, transform
+//! and pipeline crates' configs, signals, and the progress and summaries they print.
 
 use crate::UsageError;
-use crate::args::{DirectionsArg, LakeArg, MessageSizeArg};
+use crate::args::{DirectionsArg, LakeArg, MessageSizeArg, SourcesTopicArg};
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use lkplake_ingest::checkpoint::{Checkpointer, Checkpoints, Position, dead_letter_key};
-use lkplake_ingest::follow::{FollowConfig, follow};
-use lkplake_ingest::kafka::{IngestSummary, KafkaTarget, ingest};
+use lkplake_ingest::follow::FollowConfig;
+use lkplake_ingest::kafka::{IngestSummary, KafkaTarget};
 use lkplake_ingest::letter::{DeadLetter, read_dead_letters};
-use lkplake_kafka::{DLQ_TOPIC, REPORTS_TOPIC, SOURCES_TOPIC, TRANSFORM_DLQ_TOPIC, Topics};
+use lkplake_kafka::{DLQ_TOPIC, REPORTS_TOPIC, TRANSFORM_DLQ_TOPIC, Topics};
 use lkplake_lake::{Lake, LakeUrl};
-use lkplake_pipeline::{Observer, RunConfig};
+use lkplake_pipeline::{Observer, RunConfig, follow_observed, ingest_observed};
 use lkplake_query::{Engine, EngineConfig};
 use lkplake_shutdown::Shutdown;
 use lkplake_transform::{TransformConfig, TransformSummary, run as transform};
@@ -41,11 +41,15 @@ pub struct KafkaArgs {
 impl KafkaArgs {
     /// The topics on the brokers given; a usage error when none are.
     pub fn topics(&self) -> Result<Topics, UsageError> {
-        let brokers = self.brokers.as_deref().ok_or(UsageError::from(
+        self.topics_if_given().ok_or(UsageError::from(
             "no broker given: pass --brokers HOST:PORT or set LKPLAKE_BROKERS (`lkplake run` starts an embedded one)",
-        ))?;
-        Ok(Topics {
-            brokers: brokers.to_owned(),
+        ))
+    }
+
+    /// The topics on the brokers given, if any are.
+    pub fn topics_if_given(&self) -> Option<Topics> {
+        Some(Topics {
+            brokers: self.brokers.clone()?,
             reports: self.topic.clone(),
             dlq: self.dlq_topic.clone(),
             transform_dlq: self.transform_dlq_topic.clone(),
@@ -82,9 +86,8 @@ pub struct FollowArgs {
     /// With --follow: `git fetch` each archive epoch from its remote before each look.
     #[arg(long, env = "LKPLAKE_FETCH", requires = "follow")]
     pub fetch: bool,
-    /// With --follow: the compacted topic where each source's position is kept.
-    #[arg(long, env = "LKPLAKE_SOURCES_TOPIC", default_value = SOURCES_TOPIC)]
-    pub sources_topic: String,
+    #[command(flatten)]
+    pub sources_topic: SourcesTopicArg,
 }
 
 impl FollowArgs {
@@ -98,7 +101,7 @@ impl FollowArgs {
             paths: paths.to_vec(),
             poll: self.poll,
             fetch: self.fetch,
-            sources_topic: self.sources_topic.clone(),
+            sources_topic: self.sources_topic.name.clone(),
             create_topic: true,
         })
     }
@@ -170,9 +173,8 @@ pub enum DlqCommand {
     /// now parse or read to the reports topic (once: replayed letters are recorded in
     /// --sources-topic) and leave the rest.
     Replay {
-        /// The compacted topic where replayed letters are recorded.
-        #[arg(long, env = "LKPLAKE_SOURCES_TOPIC", default_value = SOURCES_TOPIC)]
-        sources_topic: String,
+        #[command(flatten)]
+        sources_topic: SourcesTopicArg,
     },
     /// Write one dead letter's raw bytes to stdout (to attach to a bug report).
     Show {
@@ -246,6 +248,11 @@ fn complete(summary: &IngestSummary) -> bool {
     summary.all_read() && summary.stopped.is_none()
 }
 
+/// Whether a follower read everything it found: stopped on purpose is a follower's normal end.
+fn followed(summary: &IngestSummary) -> bool {
+    summary.all_read()
+}
+
 /// The summary's words for archive messages their repository lacks (empty when none), shared
 /// with `lkplake parse`.
 pub fn missing_messages(missing: u64) -> String {
@@ -266,16 +273,11 @@ pub async fn run_ingest(args: &IngestArgs, shutdown: &Shutdown) -> anyhow::Resul
     let printer = Printer::default();
     if args.follow.follow {
         let config = args.follow.config(&args.paths)?;
-        printer.following(&config);
-        let summary = follow(config, &target, shutdown.token(), |s| printer.ingested(s)).await?;
-        // Stopped on purpose: a follower's normal end.
-        return Ok(summary.all_read());
+        let summary = follow_observed(config, &target, &printer, shutdown.token()).await?;
+        return Ok(followed(&summary));
     }
     let inputs = lkplake_pipeline::inputs(&args.paths).await?;
-    printer.ingesting(inputs.bytes);
-    let progress = |bytes| printer.ingest_progress(bytes);
-    let summary = ingest(inputs, &target, progress, shutdown.token(), None).await?;
-    printer.ingested(&summary);
+    let summary = ingest_observed(inputs, &target, &printer, shutdown.token()).await?;
     Ok(complete(&summary))
 }
 
@@ -341,7 +343,7 @@ pub async fn run_transform(args: &TransformArgs, shutdown: &Shutdown) -> anyhow:
 }
 
 /// What `ingest` and `run` print as they go: ingest's progress bar and summaries, the
-/// transformer's.
+/// transformer's. One bar per command: ingest reads its inputs once.
 #[derive(Debug, Default)]
 struct Printer {
     bar: std::sync::OnceLock<ProgressBar>,
@@ -402,10 +404,12 @@ pub async fn run_all(args: &RunArgs, shutdown: &Shutdown) -> anyhow::Result<bool
     let outcome = lkplake_pipeline::run(config, &printer, shutdown.token()).await?;
     let clean = outcome.transformed.dead_lettered == 0;
     if args.follow.follow {
-        // Stopped on purpose: a follower's normal end.
-        return Ok(outcome.ingested.all_read() && clean);
+        return Ok(followed(&outcome.ingested) && clean);
     }
-    print_sample(&args.lake.url).await?;
+    // Stopped before the end: the summaries above say what was done.
+    if !shutdown.token().is_cancelled() {
+        print_sample(&args.lake.url).await?;
+    }
     Ok(complete(&outcome.ingested) && clean)
 }
 
@@ -443,7 +447,7 @@ pub async fn run_dlq(args: &DlqArgs) -> anyhow::Result<bool> {
             Ok(true)
         }
         Some(DlqCommand::Replay { sources_topic }) => {
-            replay_dead_letters(topics, sources_topic).await
+            replay_dead_letters(topics, &sources_topic.name).await
         }
     }
 }

@@ -99,10 +99,7 @@ pub async fn run(args: &ServeArgs, shutdown: &Shutdown) -> anyhow::Result<()> {
             metric: args.export_metric.clone(),
             max_series: args.export_max_series,
         },
-        pipeline: match (&args.http, &args.kafka.brokers) {
-            (Some(_), Some(_)) => Some(args.kafka.topics()?),
-            _ => None,
-        },
+        pipeline: args.http.and(args.kafka.topics_if_given()),
         refresh: args.refresh,
         grace: args.grace,
     };

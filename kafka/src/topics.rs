@@ -10,8 +10,8 @@
 pub const REPORTS_TOPIC: &str = "lkp.reports";
 /// Ingest's dead letters: inputs that could not be parsed, with the reason and origin in headers.
 pub const DLQ_TOPIC: &str = "lkp.reports.dlq";
-/// The transformer's dead letters: messages of the reports topic that are neither a report nor
-/// a mention this version reads (not that JSON, or a newer `schema_version`).
+/// The transformer's dead letters: messages of the reports topic that are not a report, mention
+/// or link this version reads (not that JSON, or a newer `schema_version`).
 pub const TRANSFORM_DLQ_TOPIC: &str = "lkp.reports.transform.dlq";
 /// Where a follower keeps each source's position and `dlq replay` the letters it replayed
 /// (compacted, keyed by source).

@@ -42,7 +42,7 @@ impl Cluster {
     /// run's progress in the lake.
     pub fn embedded(input_bytes: u64, sources_topic: Option<&str>) -> Result<Self, PipelineError> {
         let mock = MockCluster::new(1).map_err(|source| PipelineError::Embedded {
-            what: "starting a cluster".to_owned(),
+            what: "starting the embedded Kafka cluster".to_owned(),
             source,
         })?;
         let run_id = std::time::SystemTime::now()
@@ -59,7 +59,7 @@ impl Cluster {
         for (topic, partitions) in create {
             mock.create_topic(topic, partitions, 1)
                 .map_err(|source| PipelineError::Embedded {
-                    what: format!("creating topic {topic}"),
+                    what: format!("creating topic {topic} on the embedded Kafka cluster"),
                     source,
                 })?;
         }

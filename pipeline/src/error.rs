@@ -1,3 +1,5 @@
+//! Why a run stops, and what kind of failure that is for the exit status.
+
 use crate::dropped::Lost;
 use lkplake_ingest::KafkaIngestError;
 use lkplake_lake::LakeError;
@@ -22,7 +24,7 @@ pub enum PipelineError {
     #[error(transparent)]
     Transform(Box<TransformError>),
     /// librdkafka could not start the embedded cluster or make a topic on it.
-    #[error("{what} on the embedded Kafka cluster: {source}")]
+    #[error("{what}: {source}")]
     Embedded {
         /// What was being done.
         what: String,
@@ -31,7 +33,7 @@ pub enum PipelineError {
     },
     /// The blocking task that walks the inputs ended without an answer.
     #[error("walking the inputs: {0}")]
-    Task(#[from] tokio::task::JoinError),
+    Walk(tokio::task::JoinError),
     /// The embedded cluster dropped messages before the transformer read them.
     #[error("{0}")]
     Dropped(Box<Lost>),
@@ -51,8 +53,8 @@ impl PipelineError {
             Self::Source(e) => e.kind(),
             Self::Ingest(e) => e.kind(),
             Self::Transform(e) => e.kind(),
-            Self::Embedded { .. } => ErrorKind::Broker,
-            Self::Task(_) | Self::Dropped(_) => ErrorKind::Failed,
+            // Not the user's broker: nothing a `--brokers` fix would mend.
+            Self::Embedded { .. } | Self::Walk(_) | Self::Dropped(_) => ErrorKind::Failed,
         }
     }
 }

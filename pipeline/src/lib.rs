@@ -17,8 +17,9 @@ mod error;
 pub use cluster::Cluster;
 pub use error::PipelineError;
 
+use lkplake_ingest::KafkaIngestError;
 use lkplake_ingest::follow::{FollowConfig, follow};
-use lkplake_ingest::kafka::{IngestSummary, ingest};
+use lkplake_ingest::kafka::{IngestSummary, KafkaTarget, ingest};
 use lkplake_kafka::Topics;
 use lkplake_lake::{Lake, LakeUrl};
 use lkplake_parse::source::Inputs;
@@ -40,7 +41,8 @@ pub struct RunConfig {
     pub directions: DirectionTable,
     /// The largest message ingest sends.
     pub max_message_bytes: usize,
-    /// Follow the sources until stopped (its paths are `paths`).
+    /// Follow the sources until stopped; its paths are the same as `paths`, which are also
+    /// walked once before the cluster starts to size the embedded one.
     pub follow: Option<FollowConfig>,
 }
 
@@ -70,16 +72,38 @@ pub trait Observer: Sync {
     fn transformed(&self, _summary: &TransformSummary, _topics: &Topics, _embedded: bool) {}
 }
 
-/// An observer that hears nothing.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Silent;
-
-impl Observer for Silent {}
-
 /// Walks and sizes the inputs once, off the async runtime.
 pub async fn inputs(paths: &[PathBuf]) -> Result<Inputs, PipelineError> {
     let paths = paths.to_vec();
-    Ok(tokio::task::spawn_blocking(move || lkplake_parse::source::inputs(&paths)).await??)
+    tokio::task::spawn_blocking(move || lkplake_parse::source::inputs(&paths))
+        .await
+        .map_err(PipelineError::Walk)?
+        .map_err(PipelineError::from)
+}
+
+/// Ingest of `inputs` to `target`, heard by `observer`.
+pub async fn ingest_observed(
+    inputs: Inputs,
+    target: &KafkaTarget,
+    observer: &dyn Observer,
+    stop: CancellationToken,
+) -> Result<IngestSummary, KafkaIngestError> {
+    observer.ingesting(inputs.bytes);
+    let progress = |bytes| observer.ingest_progress(bytes);
+    let ingested = ingest(inputs, target, progress, stop, None).await?;
+    observer.ingested(&ingested);
+    Ok(ingested)
+}
+
+/// Follows the sources to `target` until `stop`, each round heard by `observer`.
+pub async fn follow_observed(
+    config: FollowConfig,
+    target: &KafkaTarget,
+    observer: &dyn Observer,
+    stop: CancellationToken,
+) -> Result<IngestSummary, KafkaIngestError> {
+    observer.following(&config);
+    follow(config, target, stop, |s| observer.ingested(s)).await
 }
 
 /// Runs the pipeline until everything given is in the lake or, when following, until `stop`.
@@ -115,10 +139,7 @@ async fn run_once(
     stop: CancellationToken,
 ) -> Result<Outcome, PipelineError> {
     let target = cluster.target(config.max_message_bytes);
-    observer.ingesting(inputs.bytes);
-    let progress = |bytes| observer.ingest_progress(bytes);
-    let ingested = ingest(inputs, &target, progress, stop.clone(), None).await?;
-    observer.ingested(&ingested);
+    let ingested = ingest_observed(inputs, &target, observer, stop.clone()).await?;
     let mut transform = cluster.transform(config.lake, config.directions);
     transform.until_idle = true;
     let transformed = lkplake_transform::run(transform, stop.clone().cancelled_owned()).await?;
