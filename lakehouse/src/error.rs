@@ -30,6 +30,16 @@ pub enum LakeError {
         table: &'static str,
         reason: String,
     },
+    #[error(
+        "the lake at {lake} is in format {found:?} (table {table}, {key}), and this lkplake reads format {known} only: use the lkplake that wrote it, or a newer one",
+        key = crate::format::FORMAT_KEY,
+        known = crate::format::FORMAT
+    )]
+    Format {
+        lake: String,
+        table: &'static str,
+        found: String,
+    },
     // delta-kernel's errors end their text with a backtrace: it is left out.
     #[error("lake table {table}: {}", crate::damage::explain(source))]
     Delta {

@@ -6,7 +6,8 @@
 //! (`txn` actions, the pattern of kafka-delta-ingest), reads that progress back, and compacts.
 //! [`LakeTables`] is the reader's view: it never creates a table and follows new commits.
 //! [`derived::overwrite`] replaces the small tables the read side derives (`lkplake trend`'s);
-//! [`derived::append`] adds to `lkplake triage`'s.
+//! [`derived::append`] adds to `lkplake triage`'s. Every table records the lake's [`format`](mod@format),
+//! and both views refuse a format this binary does not know.
 //!
 //! Keeping every write here means one place decides file layout, writer properties and commit
 //! order, and the read side cannot change what the exactly-once bookkeeping relies on.
@@ -16,6 +17,7 @@
 mod damage;
 pub mod derived;
 mod error;
+pub mod format;
 mod indexed;
 mod location;
 #[cfg(feature = "fault-injection")]

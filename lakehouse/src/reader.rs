@@ -56,7 +56,10 @@ pub(crate) async fn open_existing(
         .and_then(DeltaTableBuilder::build)
         .map_err(LakeError::delta(name))?;
     match table.load().await {
-        Ok(()) => Ok(Some(table)),
+        Ok(()) => {
+            crate::format::check(&lake.to_string(), name, &table)?;
+            Ok(Some(table))
+        }
         Err(deltalake::DeltaTableError::NotATable(_)) => Ok(None),
         Err(source) => Err(LakeError::Delta {
             table: name,
@@ -136,7 +139,9 @@ impl LakeTables {
                 Ok(true)
             }
             Ok(None) => Ok(false),
-            Err(e @ (LakeError::Url { .. } | LakeError::Io { .. })) => Err(e),
+            Err(e @ (LakeError::Url { .. } | LakeError::Io { .. } | LakeError::Format { .. })) => {
+                Err(e)
+            }
             // Nothing of the lake can be read: not one damaged table among good ones.
             Err(e) if e.is_store_failure() => Err(LakeError::Unreachable {
                 lake: self.url.to_string(),
@@ -255,6 +260,8 @@ impl LakeTables {
         for (name, table) in &mut self.tables {
             match table.update_state().await {
                 Ok(()) => {
+                    // A lake rewritten to a newer format meanwhile is refused, not misread.
+                    crate::format::check(&self.url.to_string(), name, table)?;
                     self.stale.remove(name);
                 }
                 Err(source) => {

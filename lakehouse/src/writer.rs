@@ -8,7 +8,9 @@ use deltalake::arrow::array::RecordBatch;
 use deltalake::arrow::datatypes::SchemaRef;
 use deltalake::datafusion::prelude::{SessionContext, col, lit};
 use deltalake::delta_datafusion::DeltaSessionContext;
+use deltalake::kernel::StructType;
 use deltalake::kernel::Transaction;
+use deltalake::kernel::engine::arrow_conversion::TryIntoKernel as _;
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::parquet::basic::{Compression, ZstdLevel};
 use deltalake::parquet::file::metadata::SortingColumn;
@@ -326,15 +328,28 @@ async fn open_table(lake: &LakeUrl, which: Table) -> Result<DeltaTable, LakeErro
     let table = crate::meeting::hold_puts(table, name);
     let mut table = table;
     match table.load().await {
-        Ok(()) => return Ok(table),
-        // A new table: an empty write creates it with the schema and partitioning.
+        Ok(()) => {
+            crate::format::check(&lake.to_string(), name, &table)?;
+            return Ok(table);
+        }
+        // A new table: created with the schema, partitioning and format.
         Err(DeltaTableError::NotATable(_)) => {}
         Err(e) => return Err(LakeError::delta(name)(e)),
     }
+    let schema: StructType = which
+        .schema()
+        .as_ref()
+        .try_into_kernel()
+        .map_err(|e| LakeError::delta(name)(DeltaTableError::from(e)))?;
+    // Delta knows nothing of `lkplake.format`: delta-rs refuses such a key unless told not to,
+    // which only its create operation can be.
     table
-        .write(vec![RecordBatch::new_empty(which.schema())])
-        .with_save_mode(SaveMode::Append)
+        .create()
+        .with_columns(schema.fields().cloned())
         .with_partition_columns(which.partition_columns().iter().copied())
+        .with_configuration(crate::format::configuration())
+        .with_raise_if_key_not_exists(false)
+        .with_save_mode(SaveMode::Ignore)
         .await
         .map_err(LakeError::delta(name))
 }
@@ -367,7 +382,7 @@ impl Lake {
         })
     }
 
-    fn table(&self, which: Table) -> &DeltaTable {
+    pub(crate) fn table(&self, which: Table) -> &DeltaTable {
         &self.tables[which.index()]
     }
 
@@ -387,6 +402,8 @@ impl Lake {
                 .update_state()
                 .await
                 .map_err(LakeError::delta(which.name()))?;
+            // A lake rewritten to a newer format meanwhile: write no more rows of this one.
+            crate::format::check(&self.url.to_string(), which.name(), table)?;
         }
         Ok(())
     }

@@ -380,6 +380,23 @@ async fn open_delta(url: &str, storage: &[(String, String)]) -> Option<deltalake
     }
 }
 
+/// Records `format` as table `table`'s lake format (`lkplake.format`), as a later lkplake
+/// writing another format would, with delta-rs directly.
+pub fn set_lake_format(lake: &Path, table: &str, format: &str) {
+    let url = lake.join(table).to_string_lossy().into_owned();
+    block_on(async {
+        let delta = open_delta(&url, &[])
+            .await
+            .unwrap_or_else(|| panic!("{url} is not a Delta table"));
+        delta
+            .set_tbl_properties()
+            .with_properties([("lkplake.format".to_owned(), format.to_owned())].into())
+            .with_raise_if_not_exists(false)
+            .await
+            .unwrap_or_else(|e| panic!("{url}: {e}"));
+    });
+}
+
 /// Runs SQL over the local lake with DataFusion.
 pub fn query(lake: &Path, sql: &str) -> Vec<RecordBatch> {
     query_at(&lake.to_string_lossy(), &[], sql)

@@ -395,9 +395,12 @@ fn refused_puts_recorded(p: &Pipeline) -> u64 {
     ["metrics", "failures", "mentions", "links", "reports"]
         .into_iter()
         .flat_map(|table| commit_infos(&format!("{}/{table}", p.lake_url), &p.storage))
+        // A table's creating commit has no operation metrics: nothing to retry there.
         .map(|commit| {
-            commit.info["operationMetrics"]["num_retries"]
-                .as_u64()
+            commit
+                .info
+                .get("operationMetrics")
+                .and_then(|metrics| metrics["num_retries"].as_u64())
                 .unwrap_or(0)
         })
         .sum()

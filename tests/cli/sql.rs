@@ -4,7 +4,7 @@
 //! lkp-csl-2sp3 comparing dad6a5eb55 with cb67f4282b; the expected numbers below are read
 //! off its table.
 
-use crate::common::{lkplake, seed_lake, sql_json, temp_dir};
+use crate::common::{lkplake, seed_lake, set_lake_format, sql_json, temp_dir};
 use serde_json::{Value, json};
 
 const SEED_002: &str = "testcase = 'vm-scalability' AND machine = 'lkp-csl-2sp3'";
@@ -354,6 +354,27 @@ fn partition_file(lake: &std::path::Path, testcase: &str, machine: &str) -> std:
 
 fn sql(lake: &std::path::Path, statement: &str) -> std::process::Output {
     lkplake(&["sql", "--lake", &lake.to_string_lossy(), statement], None)
+}
+
+#[test]
+fn a_lake_in_a_format_this_binary_does_not_know_is_refused_by_readers_and_writers() {
+    let lake = seed_lake("sql-newer-format");
+    set_lake_format(&lake, "metrics", "2");
+    let expected = format!(
+        "the lake at {} is in format \"2\" (table metrics, lkplake.format), and this lkplake reads format 1 only",
+        lake.display()
+    );
+    let lake_arg = lake.to_string_lossy().into_owned();
+    for args in [
+        vec!["sql", "--lake", &lake_arg, "SELECT 1"],
+        vec!["compact", "--lake", &lake_arg],
+    ] {
+        let out = lkplake(&args, None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // 4: the lake's status (docs/CLI.md, "Exit statuses").
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {stderr}");
+        assert!(stderr.contains(&expected), "{args:?}: {stderr}");
+    }
 }
 
 #[test]
