@@ -70,7 +70,7 @@ pub fn read_topic(
     while remaining > 0 {
         match consumer.poll(Duration::from_secs(10)) {
             None => break,
-            Some(Err(KafkaError::PartitionEOF(_))) => remaining -= 1,
+            Some(Err(e)) if is_partition_end(&e) => remaining -= 1,
             Some(Err(e)) => return Err(err(e)),
             Some(Ok(message)) => each(&message),
         }

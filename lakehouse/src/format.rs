@@ -7,7 +7,7 @@
 //! the read side derives (`lkplake trend`'s, `lkplake triage`'s) do not record it: format 2
 //! changes how observations are stored, not them.
 
-use crate::LakeError;
+use crate::{LakeError, LakeUrl};
 use deltalake::DeltaTable;
 
 /// The Delta configuration key of the format.
@@ -21,21 +21,30 @@ pub(crate) fn configuration() -> [(&'static str, Option<String>); 1] {
     [(FORMAT_KEY, Some(FORMAT.to_string()))]
 }
 
-/// The format `table` records, or why this binary cannot take it.
-pub(crate) fn check(lake: &str, name: &'static str, table: &DeltaTable) -> Result<u32, LakeError> {
+/// The format `table` records, or why this binary cannot take it. Called at every load, so
+/// the lake's name is written out only for a refusal.
+pub(crate) fn check(
+    lake: &LakeUrl,
+    name: &'static str,
+    table: &DeltaTable,
+) -> Result<u32, LakeError> {
     let snapshot = table.snapshot().map_err(LakeError::delta(name))?;
     let recorded = snapshot.table_config().unknown_properties.get(FORMAT_KEY);
     known(lake, name, recorded.map(String::as_str))
 }
 
-fn known(lake: &str, table: &'static str, recorded: Option<&str>) -> Result<u32, LakeError> {
+fn known(
+    lake: impl std::fmt::Display,
+    table: &'static str,
+    recorded: Option<&str>,
+) -> Result<u32, LakeError> {
     let Some(text) = recorded else {
         return Ok(1);
     };
     match text.trim().parse::<u32>() {
         Ok(format) if (1..=FORMAT).contains(&format) => Ok(format),
         _ => Err(LakeError::Format {
-            lake: lake.to_owned(),
+            lake: lake.to_string(),
             table,
             found: text.to_owned(),
         }),
@@ -45,7 +54,7 @@ fn known(lake: &str, table: &'static str, recorded: Option<&str>) -> Result<u32,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Lake, LakeTables, LakeUrl, Table};
+    use crate::{Lake, LakeTables, Table};
 
     #[test]
     fn a_table_without_the_key_is_format_1() {

@@ -57,7 +57,7 @@ pub(crate) async fn open_existing(
         .map_err(LakeError::delta(name))?;
     match table.load().await {
         Ok(()) => {
-            crate::format::check(&lake.to_string(), name, &table)?;
+            crate::format::check(lake, name, &table)?;
             Ok(Some(table))
         }
         Err(deltalake::DeltaTableError::NotATable(_)) => Ok(None),
@@ -261,7 +261,7 @@ impl LakeTables {
             match table.update_state().await {
                 Ok(()) => {
                     // A lake rewritten to a newer format meanwhile is refused, not misread.
-                    crate::format::check(&self.url.to_string(), name, table)?;
+                    crate::format::check(&self.url, name, table)?;
                     self.stale.remove(name);
                 }
                 Err(source) => {

@@ -329,7 +329,7 @@ async fn open_table(lake: &LakeUrl, which: Table) -> Result<DeltaTable, LakeErro
     let mut table = table;
     match table.load().await {
         Ok(()) => {
-            crate::format::check(&lake.to_string(), name, &table)?;
+            crate::format::check(lake, name, &table)?;
             return Ok(table);
         }
         // A new table: created with the schema, partitioning and format.
@@ -403,7 +403,7 @@ impl Lake {
                 .await
                 .map_err(LakeError::delta(which.name()))?;
             // A lake rewritten to a newer format meanwhile: write no more rows of this one.
-            crate::format::check(&self.url.to_string(), which.name(), table)?;
+            crate::format::check(&self.url, which.name(), table)?;
         }
         Ok(())
     }

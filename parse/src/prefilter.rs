@@ -52,8 +52,6 @@ pub fn has_marker(bytes: &[u8]) -> bool {
     MARKER_SEARCH.is_match(bytes)
 }
 
-/// The marker strings of link mail ([`crate::parser::links`]) live here, beside the report
-/// markers, so that the prefilter, which looks for both, needs nothing of the parser.
 /// The strings at least one of which the raw bytes of a mail with a link hold: the trailers,
 /// the revert and applied words, and `base64` (a body so encoded hides the others from a raw
 /// search), each in lower case, capitalized and upper case (`Closes:`, `closes:`, `CLOSES:`).
@@ -62,6 +60,9 @@ pub fn has_marker(bytes: &[u8]) -> bool {
 /// say); mixed case (`CLoses:`) is not looked for at all: matching any case made the search
 /// the slowest step of reading an archive (a case-insensitive automaton has no SIMD search;
 /// over linux-block it took half the time, BENCHMARKS.md "Links").
+///
+/// They live here, beside the report markers, rather than with the link parser
+/// ([`crate::parser::links`]): the prefilter looks for both and needs nothing of the parser.
 pub const LINK_MARKERS: [&str; 6] = ["closes:", "link:", "fixes:", "revert", "applied", "base64"];
 
 /// The [`LINK_MARKERS`] in their three cases.

@@ -108,7 +108,7 @@ pub async fn follow_observed(
 
 /// Runs the pipeline until everything given is in the lake or, when following, until `stop`.
 pub async fn run(
-    config: RunConfig,
+    mut config: RunConfig,
     observer: &dyn Observer,
     stop: CancellationToken,
 ) -> Result<Outcome, PipelineError> {
@@ -124,7 +124,7 @@ pub async fn run(
             cluster
         }
     };
-    match config.follow.clone() {
+    match config.follow.take() {
         Some(follow) => run_following(&cluster, config, follow, observer, stop).await,
         None => run_once(&cluster, config, inputs, observer, stop).await,
     }
@@ -172,11 +172,9 @@ async fn run_following(
 ) -> Result<Outcome, PipelineError> {
     let target = cluster.target(config.max_message_bytes);
     follow_config.create_topic = !cluster.is_embedded();
-    observer.following(&follow_config);
     let transform = cluster.transform(config.lake, config.directions);
     let (ingested, transformed) = tokio::join!(
-        follow(follow_config, &target, stop.clone(), |s| observer
-            .ingested(s)),
+        follow_observed(follow_config, &target, observer, stop.clone()),
         lkplake_transform::run(transform, stop.clone().cancelled_owned())
     );
     let transformed = transformed?;
