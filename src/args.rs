@@ -3,7 +3,7 @@
 use crate::UsageError;
 use clap::Args;
 use lkplake_ingest::kafka::MAX_MESSAGE_BYTES;
-use lkplake_lake::LakeUrl;
+use lkplake_lake::{Format, LakeUrl};
 use lkplake_schemas::metric::DirectionTable;
 use std::path::PathBuf;
 
@@ -53,6 +53,29 @@ impl DirectionsArg {
             .map_err(|e| {
                 UsageError::owned(format!("directions file {}: {e}", file.display())).into()
             })
+    }
+}
+
+/// `--lake-format`: the commands that run a transformer, which creates a lake that is missing.
+#[derive(Debug, Args, Clone)]
+pub struct LakeFormatArg {
+    /// The format of a lake this command creates (docs/CLI.md, "Lake format"); a lake that
+    /// exists keeps its own (`lkplake upgrade` rewrites one).
+    #[arg(
+        id = "lake_format",
+        long = "lake-format",
+        value_name = "FORMAT",
+        env = "LKPLAKE_LAKE_FORMAT",
+        default_value_t = Format::NEW_LAKES.number(),
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(Format::LATEST.number()))
+    )]
+    pub number: u32,
+}
+
+impl LakeFormatArg {
+    /// The format asked for.
+    pub fn get(&self) -> Format {
+        Format::from_number(self.number).unwrap_or(Format::NEW_LAKES)
     }
 }
 

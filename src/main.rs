@@ -43,6 +43,9 @@ enum Command {
     Dlq(pipeline::DlqArgs),
     /// Compact small files per partition and vacuum unreferenced ones.
     Compact(pipeline::CompactArgs),
+    /// Rewrite the lake in the newest format (a no-op on a lake already in it); run it again
+    /// after an interruption.
+    Upgrade(pipeline::UpgradeArgs),
     /// Generate realistic synthetic reports (for benchmarks and tests).
     Gen(generate::GenArgs),
     /// List the culprits the robot reported, with their status: open, discussed, fix-posted,
@@ -79,6 +82,9 @@ fn tokio_main(command: Command) -> anyhow::Result<ExitCode> {
             Command::Transform(args) => pipeline::run_transform(&args, &shutdown).await.map(ok),
             Command::Run(args) => pipeline::run_all(&args, &shutdown).await.map(ok),
             Command::Compact(args) => pipeline::run_compact(&args)
+                .await
+                .map(|()| ExitCode::SUCCESS),
+            Command::Upgrade(args) => pipeline::run_upgrade(&args)
                 .await
                 .map(|()| ExitCode::SUCCESS),
             Command::Sql(args) => sql::run(&args).await.map(ok),

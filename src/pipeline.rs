@@ -2,7 +2,7 @@
 //! and pipeline crates' configs, signals, and the progress and summaries they print.
 
 use crate::UsageError;
-use crate::args::{DirectionsArg, LakeArg, MessageSizeArg, SourcesTopicArg};
+use crate::args::{DirectionsArg, LakeArg, LakeFormatArg, MessageSizeArg, SourcesTopicArg};
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -11,7 +11,7 @@ use lkplake_ingest::follow::FollowConfig;
 use lkplake_ingest::kafka::{IngestSummary, KafkaTarget};
 use lkplake_ingest::letter::{DeadLetter, read_dead_letters};
 use lkplake_kafka::{DLQ_TOPIC, REPORTS_TOPIC, TRANSFORM_DLQ_TOPIC, Topics};
-use lkplake_lake::{Lake, LakeUrl};
+use lkplake_lake::{Lake, LakeTables, LakeUrl};
 use lkplake_pipeline::{Observer, RunConfig, follow_observed, ingest_observed};
 use lkplake_query::{Engine, EngineConfig};
 use lkplake_shutdown::Shutdown;
@@ -131,6 +131,8 @@ pub struct TransformArgs {
     pub instance_id: Option<String>,
     #[command(flatten)]
     pub directions: DirectionsArg,
+    #[command(flatten)]
+    pub lake_format: LakeFormatArg,
     /// The longest a fetch waits at the broker for data, in milliseconds. Tansu waits this
     /// long after every fetch, so it bounds how fast a transformer reads from it; against
     /// Kafka it is how often an idle transformer asks for more.
@@ -147,6 +149,8 @@ pub struct RunArgs {
     pub brokers: Option<String>,
     #[command(flatten)]
     pub directions: DirectionsArg,
+    #[command(flatten)]
+    pub lake_format: LakeFormatArg,
     #[command(flatten)]
     pub max_message_bytes: MessageSizeArg,
     #[command(flatten)]
@@ -192,6 +196,13 @@ pub struct CompactArgs {
     /// compacted before compaction sorted).
     #[arg(long)]
     pub resort: bool,
+}
+
+/// `lkplake upgrade`: the lake rewritten to the newest format.
+#[derive(Debug, Args)]
+pub struct UpgradeArgs {
+    #[command(flatten)]
+    pub lake: LakeArg,
 }
 
 fn progress_bar(total: u64) -> ProgressBar {
@@ -336,6 +347,7 @@ pub async fn run_transform(args: &TransformArgs, shutdown: &Shutdown) -> anyhow:
     config.until_idle = args.until_idle;
     config.instance_id = args.instance_id.clone();
     config.fetch_wait = Duration::from_millis(args.fetch_wait_ms);
+    config.lake_format = args.lake_format.get();
     shutdown.on_signals("transform");
     let summary = transform(config, shutdown.cancelled()).await?;
     print_transform(&summary, &topics.transform_dlq, LetterTopic::Kept);
@@ -396,6 +408,7 @@ pub async fn run_all(args: &RunArgs, shutdown: &Shutdown) -> anyhow::Result<bool
         paths: args.paths.clone(),
         brokers: args.brokers.clone(),
         directions: args.directions.table().await?,
+        lake_format: args.lake_format.get(),
         max_message_bytes: args.max_message_bytes.get(),
         follow,
     };
@@ -655,6 +668,30 @@ pub async fn run_compact(args: &CompactArgs) -> anyhow::Result<()> {
         summary.partitions_skipped,
         summary.files_vacuumed
     );
+    Ok(())
+}
+
+pub async fn run_upgrade(args: &UpgradeArgs) -> anyhow::Result<()> {
+    let url = &args.lake.url;
+    // The reader's open: a wrong `--lake` is an error, not a new lake.
+    LakeTables::open(url).await?;
+    let mut lake = Lake::open(url).await?;
+    let summary = lake.upgrade().await?;
+    if summary.from == lake.format() {
+        eprintln!(
+            "lkplake upgrade: the lake at {url} is in format {} already: nothing to do",
+            summary.from
+        );
+    } else {
+        eprintln!(
+            "lkplake upgrade: the lake at {url} is in format {} now (was {}): {} metrics partitions, {} rows as {}",
+            lake.format(),
+            summary.from,
+            summary.partitions,
+            summary.rows_read,
+            summary.rows_written
+        );
+    }
     Ok(())
 }
 

@@ -22,6 +22,8 @@ pub const BETWEEN_TABLE_COMMITS: &str = "lake.between-table-commits";
 pub const AFTER_LAKE_COMMIT: &str = "transform.after-lake-commit";
 /// Inside compaction, with the rewritten partition computed but not committed.
 pub const COMPACT_BEFORE_COMMIT: &str = "lake.compact-before-commit";
+/// In `lkplake upgrade`, with the format-2 files written and the commit that adopts them not made.
+pub const UPGRADE_BEFORE_COMMIT: &str = "lake.upgrade-before-commit";
 /// In the producer, after messages were acknowledged and before their checkpoint is saved.
 pub const BEFORE_CHECKPOINT: &str = "ingest.before-checkpoint";
 

@@ -7,7 +7,8 @@
 # both (infra/bench/panels.py).
 # Usage: infra/bench/query.sh [REPORTS]    (60000 reports give about 11 million metric rows)
 # The lake is kept in $LKPLAKE_BENCH_DIR (default /tmp/lkplake-query-bench) and reused when it was
-# built from the same number of reports.
+# built from the same number of reports. DuckDB reads the format-1 layout: for a lake in format 2,
+# LKPLAKE_BENCH_DUCKDB_LAKE names a format-1 lake of the same reports (the one it was upgraded from).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 reports=${1:-60000}
@@ -55,7 +56,8 @@ export LKPLAKE_BENCH_TESTCASE=$testcase
 metric_rows=$($bin sql --format csv "SELECT count(*) FROM metrics" | tail -1)
 files=$(python3 -c 'import sys; sys.path.insert(0, "infra/bench"); import query; print(len(query.live_files(sys.argv[1])))' "$work/lake/metrics")
 
-duck=$(python3 infra/bench/query.py "$work/lake")
+duck_lake=${LKPLAKE_BENCH_DUCKDB_LAKE:-$work/lake}
+duck=$(python3 infra/bench/query.py "$duck_lake")
 # Not the shutdown crate: its tokio `test-util` dev-dependency would change tokio's features for
 # the whole build and recompile everything above tokio (most of the tree) for the bench alone.
 cargo bench --workspace --exclude lkplake-shutdown --locked --bench queries -- --noplot >"$work/criterion.log" 2>&1
@@ -90,7 +92,7 @@ server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
 dsn="host=127.0.0.1 port=$port user=lkplake dbname=lkplake"
-python3 - "$dsn" "$started" "$work/lake" <<'PY'
+python3 - "$dsn" "$started" "$duck_lake" <<'PY'
 import subprocess, sys, time
 import psycopg
 sys.path.insert(0, "infra/bench")
@@ -114,4 +116,4 @@ duck = (time.perf_counter() - t) * 1000
 print(f"cold: lkplake serve accepted connections {listening:.2f} s after starting; first series query {ours:.0f} ms; "
       f"a fresh DuckDB process (start, views, query) {duck:.0f} ms")
 PY
-python3 infra/bench/panels.py "$work/lake" "$dsn" --table
+python3 infra/bench/panels.py "$duck_lake" "$dsn" --table

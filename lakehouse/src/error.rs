@@ -31,15 +31,30 @@ pub enum LakeError {
         reason: String,
     },
     #[error(
-        "the lake at {lake} is in format {found:?} (table {table}, {key}), and this lkplake reads format {known} only: use the lkplake that wrote it, or a newer one",
+        "the lake at {lake} is in format {found:?} (table {table}, {key}), and this lkplake reads formats 1 to {known}: use the lkplake that wrote it, or a newer one",
         key = crate::format::FORMAT_KEY,
-        known = crate::format::FORMAT
+        known = crate::format::Format::LATEST
     )]
     Format {
         lake: String,
         table: &'static str,
         found: String,
     },
+    #[error(
+        "the lake at {lake} was rewritten from format {opened} to format {now} while this lkplake had it open: start it again to write the new format"
+    )]
+    FormatChanged {
+        lake: String,
+        opened: crate::format::Format,
+        now: crate::format::Format,
+    },
+    #[error("the lake's writer lease {path}: {reason}; check that the lake is writable")]
+    Lease { path: String, reason: String },
+    #[error(
+        "the lake at {lake} is held by {holders}: stop the transformers writing it and run the upgrade again (a lease renewed more than {live_for:?} ago holds nothing: a transformer killed without releasing its lease holds the lake no longer than that)",
+        live_for = crate::lease::LIVE_FOR
+    )]
+    Held { lake: String, holders: String },
     // delta-kernel's errors end their text with a backtrace: it is left out.
     #[error("lake table {table}: {}", crate::damage::explain(source))]
     Delta {

@@ -5,7 +5,8 @@
 //!
 //! A table without the key was written before formats were recorded, in format 1. The tables
 //! the read side derives (`lkplake trend`'s, `lkplake triage`'s) do not record it: format 2
-//! changes how observations are stored, not them.
+//! changes how observations are stored, not them. The lake's format is its `metrics` table's:
+//! the only table whose layout differs.
 
 use crate::{LakeError, LakeUrl};
 use deltalake::DeltaTable;
@@ -13,12 +14,51 @@ use deltalake::DeltaTable;
 /// The Delta configuration key of the format.
 pub const FORMAT_KEY: &str = "lkplake.format";
 
-/// The format this version of lkplake reads and writes.
-pub const FORMAT: u32 = 1;
+/// A lake format this binary reads and writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Format {
+    /// `metrics` holds one row per observation (commit column), values as floats.
+    #[default]
+    One,
+    /// `metrics` holds one row per table row, base and head side by side, values as printed
+    /// decimals (`lkplake_schemas::tables::OBSERVATIONS`); the query layer serves the rows of
+    /// format 1 as the `metrics` view.
+    Two,
+}
 
-/// The configuration a new table is created with.
-pub(crate) fn configuration() -> [(&'static str, Option<String>); 1] {
-    [(FORMAT_KEY, Some(FORMAT.to_string()))]
+impl Format {
+    /// The newest format this binary knows.
+    pub const LATEST: Format = Format::Two;
+
+    /// The format `lkplake` creates new lakes in. Format 2 becomes the default once
+    /// `lkplake upgrade` can bring older lakes to it.
+    pub const NEW_LAKES: Format = Format::One;
+
+    /// The number recorded in the lake.
+    pub fn number(self) -> u32 {
+        match self {
+            Self::One => 1,
+            Self::Two => 2,
+        }
+    }
+
+    /// The format numbered `number`, if this binary knows it.
+    pub fn from_number(number: u32) -> Option<Self> {
+        [Self::One, Self::Two]
+            .into_iter()
+            .find(|f| f.number() == number)
+    }
+
+    /// The configuration a new table of a lake in this format is created with.
+    pub(crate) fn configuration(self) -> [(&'static str, Option<String>); 1] {
+        [(FORMAT_KEY, Some(self.number().to_string()))]
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.number())
+    }
 }
 
 /// The format `table` records, or why this binary cannot take it. Called at every load, so
@@ -27,7 +67,7 @@ pub(crate) fn check(
     lake: &LakeUrl,
     name: &'static str,
     table: &DeltaTable,
-) -> Result<u32, LakeError> {
+) -> Result<Format, LakeError> {
     let snapshot = table.snapshot().map_err(LakeError::delta(name))?;
     let recorded = snapshot.table_config().unknown_properties.get(FORMAT_KEY);
     known(lake, name, recorded.map(String::as_str))
@@ -37,18 +77,19 @@ fn known(
     lake: impl std::fmt::Display,
     table: &'static str,
     recorded: Option<&str>,
-) -> Result<u32, LakeError> {
+) -> Result<Format, LakeError> {
     let Some(text) = recorded else {
-        return Ok(1);
+        return Ok(Format::One);
     };
-    match text.trim().parse::<u32>() {
-        Ok(format) if (1..=FORMAT).contains(&format) => Ok(format),
-        _ => Err(LakeError::Format {
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .and_then(Format::from_number)
+        .ok_or_else(|| LakeError::Format {
             lake: lake.to_string(),
             table,
             found: text.to_owned(),
-        }),
-    }
+        })
 }
 
 #[cfg(test)]
@@ -58,13 +99,14 @@ mod tests {
 
     #[test]
     fn a_table_without_the_key_is_format_1() {
-        assert_eq!(known("lake", "metrics", None).ok(), Some(1));
-        assert_eq!(known("lake", "metrics", Some("1")).ok(), Some(1));
+        assert_eq!(known("lake", "metrics", None).ok(), Some(Format::One));
+        assert_eq!(known("lake", "metrics", Some("1")).ok(), Some(Format::One));
+        assert_eq!(known("lake", "metrics", Some("2")).ok(), Some(Format::Two));
     }
 
     #[test]
     fn a_newer_or_unreadable_format_is_refused_naming_the_lake_table_and_value() {
-        for found in ["2", "0", "two", ""] {
+        for found in ["3", "0", "two", ""] {
             let error = known("s3://b/lake", "metrics", Some(found))
                 .err()
                 .map(|e| e.to_string());
@@ -73,12 +115,31 @@ mod tests {
                 Some(
                     format!(
                         "the lake at s3://b/lake is in format {found:?} (table metrics, {FORMAT_KEY}), \
-                         and this lkplake reads format 1 only: use the lkplake that wrote it, or a newer one"
+                         and this lkplake reads formats 1 to 2: use the lkplake that wrote it, or a newer one"
                     )
                     .as_str()
                 ),
                 "{found}"
             );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lake_keeps_its_format_whatever_a_new_lake_would_be_created_in() {
+        for (created, asked) in [(Format::Two, Format::One), (Format::One, Format::Two)] {
+            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            let url = LakeUrl::local(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+            let open = |format| {
+                let url = url.clone();
+                async move {
+                    Lake::open_in(&url, format)
+                        .await
+                        .unwrap_or_else(|e| panic!("{e}"))
+                        .format()
+                }
+            };
+            assert_eq!(open(created).await, created);
+            assert_eq!(open(asked).await, created);
         }
     }
 
@@ -99,10 +160,10 @@ mod tests {
         let mut reader = LakeTables::open(&url)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        // What a later lkplake writing format 2 would record.
+        // What a later lkplake writing format 3 would record.
         metrics
             .set_tbl_properties()
-            .with_properties([(FORMAT_KEY.to_owned(), "2".to_owned())].into())
+            .with_properties([(FORMAT_KEY.to_owned(), "3".to_owned())].into())
             .with_raise_if_not_exists(false)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
@@ -111,11 +172,11 @@ mod tests {
             LakeError::Format { table, found, .. } => (table, found),
             other => panic!("not a format error: {other}"),
         };
-        let metrics_2 = Some(("metrics", "2".to_owned()));
-        assert_eq!(Lake::open(&url).await.err().map(refused), metrics_2);
-        assert_eq!(LakeTables::open(&url).await.err().map(refused), metrics_2);
+        let metrics_3 = Some(("metrics", "3".to_owned()));
+        assert_eq!(Lake::open(&url).await.err().map(refused), metrics_3);
+        assert_eq!(LakeTables::open(&url).await.err().map(refused), metrics_3);
         // Views opened before the change refuse it at their next load.
-        assert_eq!(lake.refresh().await.err().map(refused), metrics_2);
-        assert_eq!(reader.refresh().await.err().map(refused), metrics_2);
+        assert_eq!(lake.refresh().await.err().map(refused), metrics_3);
+        assert_eq!(reader.refresh().await.err().map(refused), metrics_3);
     }
 }

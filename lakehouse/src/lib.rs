@@ -19,6 +19,7 @@ pub mod derived;
 mod error;
 pub mod format;
 mod indexed;
+pub mod lease;
 mod location;
 #[cfg(feature = "fault-injection")]
 mod meeting;
@@ -26,13 +27,16 @@ mod object_store;
 mod reader;
 #[cfg(test)]
 mod testing;
+mod upgrade;
 mod writer;
 
 pub use damage::without_backtrace;
 pub use error::LakeError;
+pub use format::Format;
 pub use indexed::IndexedTable;
 pub use location::LakeUrl;
 pub use reader::{Damaged, LakeTables, TableHealth};
+pub use upgrade::UpgradeSummary;
 pub use writer::{Batches, CompactSummary, Lake, Progress, StoredTest, Table, app_id};
 
 /// Re-exported for callers that build commits: the Kafka offsets a commit covers.

@@ -1,6 +1,7 @@
 //! The reader's lake: the tables opened for reading and followed as writers commit. A reader
 //! never creates a table, so a wrong `--lake` is an error rather than an empty lake.
 
+use crate::format::Format;
 use crate::writer::{Table, progress_in};
 use crate::{LakeError, LakeUrl, Progress};
 use deltalake::datafusion::catalog::TableProvider;
@@ -193,6 +194,15 @@ impl LakeTables {
     /// Whether `name` is one of the open tables.
     pub fn has(&self, name: &str) -> bool {
         self.tables.iter().any(|(n, _)| *n == name)
+    }
+
+    /// The lake's format, as its loaded `metrics` table records it (format 1 when that table
+    /// could not be read: a damaged table is served empty with format 1's columns).
+    pub fn format(&self) -> Result<Format, LakeError> {
+        match self.tables.iter().find(|(n, _)| *n == METRICS_TABLE) {
+            Some((name, table)) => crate::format::check(&self.url, name, table),
+            None => Ok(Format::One),
+        }
     }
 
     /// Where the lake is.

@@ -3,6 +3,7 @@
 //! application id per topic partition, the kafka-delta-ingest pattern). The lake, not Kafka, is the source of truth
 //! for progress.
 
+use crate::format::Format;
 use crate::{LakeError, LakeUrl};
 use deltalake::arrow::array::RecordBatch;
 use deltalake::arrow::datatypes::SchemaRef;
@@ -12,14 +13,15 @@ use deltalake::kernel::StructType;
 use deltalake::kernel::Transaction;
 use deltalake::kernel::engine::arrow_conversion::TryIntoKernel as _;
 use deltalake::kernel::transaction::CommitProperties;
-use deltalake::parquet::basic::{Compression, ZstdLevel};
+use deltalake::parquet::basic::{Compression, Encoding, ZstdLevel};
 use deltalake::parquet::file::metadata::SortingColumn;
 use deltalake::parquet::file::properties::{WriterProperties, WriterPropertiesBuilder};
+use deltalake::parquet::schema::types::ColumnPath;
 use deltalake::protocol::SaveMode;
 use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError};
 use lkplake_schemas::tables::{
     FAILURES, FAILURES_TABLE, LINKS, LINKS_TABLE, MENTIONS, MENTIONS_TABLE, METRICS, METRICS_TABLE,
-    PARTITION_COLUMNS, REPORTS, REPORTS_TABLE,
+    OBSERVATIONS, PARTITION_COLUMNS, REPORTS, REPORTS_TABLE,
 };
 use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU64;
@@ -79,8 +81,10 @@ impl Table {
         }
     }
 
-    fn schema(self) -> SchemaRef {
+    /// The table's schema in a lake of `format`.
+    pub fn schema(self, format: Format) -> SchemaRef {
         match self {
+            Self::Metrics if format == Format::Two => OBSERVATIONS.clone(),
             Self::Metrics => METRICS.clone(),
             Self::Failures => FAILURES.clone(),
             Self::Mentions => MENTIONS.clone(),
@@ -154,6 +158,8 @@ pub fn app_id(topic: &str, partition: i32) -> String {
 #[derive(Debug)]
 pub struct Lake {
     url: LakeUrl,
+    /// The lake's format: its `metrics` table's.
+    format: Format,
     /// Indexed by [`Table`], in [`Table::ALL`] order.
     tables: Vec<DeltaTable>,
 }
@@ -179,23 +185,48 @@ fn writer_properties_builder() -> WriterPropertiesBuilder {
 
 /// The order `lkplake compact` writes a `metrics` partition in: series, then time, then the
 /// rest, so that one file's rows are in one total order.
-const COMPACTION_ORDER: [&str; 6] = ["metric", "params", "time", "commit", "role", "report_key"];
+fn compaction_order(format: Format) -> &'static [&'static str] {
+    match format {
+        Format::One => &["metric", "params", "time", "commit", "role", "report_key"],
+        Format::Two => &["metric", "params", "time", "report_key", "role"],
+    }
+}
+
+/// The writer properties of `metrics` files in `format`. Format 2's mantissas are integers
+/// of a few significant digits that vary from report to report: split into byte streams they
+/// compress to about half of what a dictionary of them takes (BENCHMARKS.md, "Lake format 2
+/// measured offline").
+fn metrics_writer_properties(format: Format) -> WriterPropertiesBuilder {
+    let builder = writer_properties_builder();
+    if format == Format::One {
+        return builder;
+    }
+    ["base_mantissa", "head_mantissa"]
+        .into_iter()
+        .fold(builder, |builder, column| {
+            let path = ColumnPath::from(column);
+            builder
+                .set_column_dictionary_enabled(path.clone(), false)
+                .set_column_encoding(path, Encoding::BYTE_STREAM_SPLIT)
+        })
+}
 
 /// The writer properties of a compacted `metrics` file, whose footer records the order its rows
-/// are in ([`COMPACTION_ORDER`]), for engines that use a file's declared order (DuckDB,
+/// are in ([`compaction_order`]), for engines that use a file's declared order (DuckDB,
 /// DataFusion's listing tables, Spark). The partition columns are not in the file, so the
 /// column indices are those of the other columns.
-fn sorted_writer_properties() -> WriterProperties {
+pub(crate) fn metrics_sorted_writer_properties(format: Format) -> WriterProperties {
+    let schema = Table::Metrics.schema(format);
     let file_columns: Vec<(i32, &str)> = (0..)
         .zip(
-            METRICS
+            schema
                 .fields()
                 .iter()
                 .map(|f| f.name().as_str())
                 .filter(|name| !PARTITION_COLUMNS.contains(name)),
         )
         .collect();
-    let sorting = COMPACTION_ORDER
+    let sorting = compaction_order(format)
         .iter()
         .filter_map(|name| file_columns.iter().find(|(_, c)| c == name))
         .map(|&(column_idx, _)| SortingColumn {
@@ -204,7 +235,7 @@ fn sorted_writer_properties() -> WriterProperties {
             nulls_first: false,
         })
         .collect();
-    writer_properties_builder()
+    metrics_writer_properties(format)
         .set_sorting_columns(Some(sorting))
         .build()
 }
@@ -213,7 +244,7 @@ fn sorted_writer_properties() -> WriterProperties {
 type Partition = (String, String);
 
 /// The number of live files of each partition of a table.
-fn files_per_partition(
+pub(crate) fn files_per_partition(
     table: &DeltaTable,
     name: &'static str,
 ) -> Result<HashMap<Partition, usize>, LakeError> {
@@ -242,6 +273,7 @@ const MAX_REWRITE_RETRIES: u32 = 20;
 /// changes to Delta, so a transformer whose append raced it retries (`is_commit_conflict`).
 async fn sort_partition(
     table: DeltaTable,
+    format: Format,
     (testcase, machine): &Partition,
 ) -> Result<DeltaTable, LakeError> {
     let query = LakeError::query(METRICS_TABLE);
@@ -257,9 +289,9 @@ async fn sort_partition(
         .filter(in_partition.clone())
         .map_err(query)?
         .sort(
-            COMPACTION_ORDER
-                .into_iter()
-                .map(|c| col(c).sort(true, false))
+            compaction_order(format)
+                .iter()
+                .map(|&c| col(c).sort(true, false))
                 .collect(),
         )
         .map_err(query)?
@@ -285,7 +317,7 @@ async fn sort_partition(
         .with_save_mode(SaveMode::Overwrite)
         .with_replace_where(in_partition)
         .with_partition_columns(PARTITION_COLUMNS)
-        .with_writer_properties(sorted_writer_properties())
+        .with_writer_properties(metrics_sorted_writer_properties(format))
         .with_target_file_size(Some(TARGET_FILE_SIZE))
         .await
         .map_err(|source| LakeError::Delta {
@@ -311,8 +343,13 @@ fn strings(
         .collect())
 }
 
-/// Opens a table of the lake, creating it with its schema and partitioning when missing.
-async fn open_table(lake: &LakeUrl, which: Table) -> Result<DeltaTable, LakeError> {
+/// Opens a table of the lake with the format it records, creating it with its schema and
+/// partitioning in `format` when missing.
+async fn open_table(
+    lake: &LakeUrl,
+    which: Table,
+    format: Format,
+) -> Result<(DeltaTable, Format), LakeError> {
     let name = which.name();
     if let Some(path) = lake.local_table(name) {
         // delta-rs' local store writes files but does not create the table's directory.
@@ -329,29 +366,32 @@ async fn open_table(lake: &LakeUrl, which: Table) -> Result<DeltaTable, LakeErro
     let mut table = table;
     match table.load().await {
         Ok(()) => {
-            crate::format::check(lake, name, &table)?;
-            return Ok(table);
+            let recorded = crate::format::check(lake, name, &table)?;
+            return Ok((table, recorded));
         }
         // A new table: created with the schema, partitioning and format.
         Err(DeltaTableError::NotATable(_)) => {}
         Err(e) => return Err(LakeError::delta(name)(e)),
     }
     let schema: StructType = which
-        .schema()
+        .schema(format)
         .as_ref()
         .try_into_kernel()
         .map_err(|e| LakeError::delta(name)(DeltaTableError::from(e)))?;
     // Delta knows nothing of `lkplake.format`: delta-rs refuses such a key unless told not to,
     // which only its create operation can be.
-    table
+    let table = table
         .create()
         .with_columns(schema.fields().cloned())
         .with_partition_columns(which.partition_columns().iter().copied())
-        .with_configuration(crate::format::configuration())
+        .with_configuration(format.configuration())
         .with_raise_if_key_not_exists(false)
         .with_save_mode(SaveMode::Ignore)
         .await
-        .map_err(LakeError::delta(name))
+        .map_err(LakeError::delta(name))?;
+    // Another writer may have created it first (`SaveMode::Ignore`): its format stands.
+    let recorded = crate::format::check(lake, name, &table)?;
+    Ok((table, recorded))
 }
 
 /// One batch per table, in [`Table::ALL`] order, for one commit.
@@ -370,16 +410,41 @@ pub struct Batches {
 }
 
 impl Lake {
-    /// Opens the lake at `url`, creating its tables when missing.
+    /// Opens the lake at `url`, creating its tables when missing (a new lake in
+    /// [`Format::NEW_LAKES`]).
     pub async fn open(url: &LakeUrl) -> Result<Self, LakeError> {
+        Self::open_in(url, Format::NEW_LAKES).await
+    }
+
+    /// Opens the lake at `url`, creating its tables when missing: a new lake in `format`, a
+    /// new table of an existing lake in the lake's.
+    pub async fn open_in(url: &LakeUrl, format: Format) -> Result<Self, LakeError> {
         let mut tables = Vec::with_capacity(Table::ALL.len());
+        let mut format = format;
         for table in Table::ALL {
-            tables.push(open_table(url, table).await?);
+            // `metrics` first: its format is the lake's.
+            let (opened, recorded) = open_table(url, table, format).await?;
+            if table == Table::Metrics {
+                format = recorded;
+            }
+            tables.push(opened);
         }
         Ok(Self {
             url: url.clone(),
+            format,
             tables,
         })
+    }
+
+    /// The lake's format: how its `metrics` rows are laid out.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Takes `metrics` rewritten to `format` ([`Lake::upgrade`]).
+    pub(crate) fn set_metrics(&mut self, table: DeltaTable, format: Format) {
+        *self.table_mut(Table::Metrics) = table;
+        self.format = format;
     }
 
     pub(crate) fn table(&self, which: Table) -> &DeltaTable {
@@ -403,7 +468,14 @@ impl Lake {
                 .await
                 .map_err(LakeError::delta(which.name()))?;
             // A lake rewritten to a newer format meanwhile: write no more rows of this one.
-            crate::format::check(&self.url, which.name(), table)?;
+            let recorded = crate::format::check(&self.url, which.name(), table)?;
+            if which == Table::Metrics && recorded != self.format {
+                return Err(LakeError::FormatChanged {
+                    lake: self.url.to_string(),
+                    opened: self.format,
+                    now: recorded,
+                });
+            }
         }
         Ok(())
     }
@@ -533,6 +605,7 @@ impl Lake {
         if batch.num_rows() == 0 && txns.is_empty() {
             return Ok(());
         }
+        let format = self.format;
         let target = self.table_mut(table);
         let mut rewrites = 0;
         loop {
@@ -541,7 +614,11 @@ impl Lake {
                 .write(vec![batch.clone()])
                 .with_save_mode(SaveMode::Append)
                 .with_partition_columns(table.partition_columns().iter().copied())
-                .with_writer_properties(writer_properties())
+                .with_writer_properties(if table == Table::Metrics {
+                    metrics_writer_properties(format).build()
+                } else {
+                    writer_properties()
+                })
                 .with_commit_properties(
                     CommitProperties::default().with_application_transactions(txns.clone()),
                 )
@@ -618,7 +695,7 @@ impl Lake {
         let mut sorted = Vec::new();
         for (partition, files) in &scattered {
             let metrics = self.table(Table::Metrics).clone();
-            match sort_partition(metrics, partition).await {
+            match sort_partition(metrics, self.format, partition).await {
                 Ok(updated) => {
                     *self.table_mut(Table::Metrics) = updated;
                     summary.files_removed += *files as u64;

@@ -21,7 +21,7 @@ use lkplake_ingest::KafkaIngestError;
 use lkplake_ingest::follow::{FollowConfig, follow};
 use lkplake_ingest::kafka::{IngestSummary, KafkaTarget, ingest};
 use lkplake_kafka::Topics;
-use lkplake_lake::{Lake, LakeUrl};
+use lkplake_lake::{Format, Lake, LakeUrl};
 use lkplake_parse::source::Inputs;
 use lkplake_schemas::metric::DirectionTable;
 use lkplake_transform::TransformSummary;
@@ -39,6 +39,8 @@ pub struct RunConfig {
     pub brokers: Option<String>,
     /// Which way is better for each metric.
     pub directions: DirectionTable,
+    /// The format of a lake the run creates; a lake that exists keeps its own.
+    pub lake_format: Format,
     /// The largest message ingest sends.
     pub max_message_bytes: usize,
     /// Follow the sources until stopped; its paths are the same as `paths`, which are also
@@ -113,7 +115,7 @@ pub async fn run(
     stop: CancellationToken,
 ) -> Result<Outcome, PipelineError> {
     // A lake that cannot be written fails the run before anything is read.
-    drop(Lake::open(&config.lake).await?);
+    drop(Lake::open_in(&config.lake, config.lake_format).await?);
     let inputs = inputs(&config.paths).await?;
     let cluster = match &config.brokers {
         Some(brokers) => Cluster::brokers(brokers.as_str()),
@@ -142,6 +144,7 @@ async fn run_once(
     let ingested = ingest_observed(inputs, &target, observer, stop.clone()).await?;
     let mut transform = cluster.transform(config.lake, config.directions);
     transform.until_idle = true;
+    transform.lake_format = config.lake_format;
     let transformed = lkplake_transform::run(transform, stop.clone().cancelled_owned()).await?;
     observer.transformed(&transformed, cluster.topics(), cluster.is_embedded());
     // A transformer stopped by a signal read less than was produced; that is no drop.
@@ -172,7 +175,8 @@ async fn run_following(
 ) -> Result<Outcome, PipelineError> {
     let target = cluster.target(config.max_message_bytes);
     follow_config.create_topic = !cluster.is_embedded();
-    let transform = cluster.transform(config.lake, config.directions);
+    let mut transform = cluster.transform(config.lake, config.directions);
+    transform.lake_format = config.lake_format;
     let (ingested, transformed) = tokio::join!(
         follow_observed(follow_config, &target, observer, stop.clone()),
         lkplake_transform::run(transform, stop.clone().cancelled_owned())

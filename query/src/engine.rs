@@ -17,9 +17,9 @@ use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
 use datafusion::sql::sqlparser::dialect::GenericDialect;
-use lkplake_lake::{LakeTables, LakeUrl, TableHealth};
+use lkplake_lake::{Format, LakeTables, LakeUrl, TableHealth};
 use lkplake_schemas::tables::{
-    FAILURES_TABLE, LINKS, LINKS_TABLE, MENTIONS_TABLE, TRIAGE, TRIAGE_TABLE,
+    FAILURES_TABLE, LINKS, LINKS_TABLE, MENTIONS_TABLE, METRICS_TABLE, TRIAGE, TRIAGE_TABLE,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
@@ -34,6 +34,16 @@ pub const VIEWS_SQL: &str = include_str!("views.sql");
 
 /// The views' names, in the order [`VIEWS_SQL`] defines them.
 pub const VIEWS: [&str; 3] = ["comparisons", "series", "headlines"];
+
+/// The views that give back format 1's `metrics` and `comparisons` over a lake in format 2,
+/// as SQL; installed before [`VIEWS_SQL`], whose own `comparisons` they replace.
+pub const OBSERVATION_VIEWS_SQL: &str = include_str!("observations.sql");
+
+/// The views' names, in the order [`OBSERVATION_VIEWS_SQL`] defines them.
+pub const OBSERVATION_VIEWS: [&str; 2] = ["metrics", "comparisons"];
+
+/// The name a format-2 lake's `metrics` table is served under: `metrics` is the view of it.
+pub const OBSERVATIONS: &str = "observations";
 
 /// The views over `failures` and `mentions`, as SQL; installed once the lake has both.
 pub const DISCUSSION_VIEWS_SQL: &str = include_str!("discussion.sql");
@@ -119,6 +129,7 @@ impl Engine {
         }
         let state = state.build();
         let ctx = SessionContext::new_with_state(state);
+        ctx.register_udf(crate::decimal::udf());
         let schema = Arc::new(LakeSchema::default());
         let catalog = ctx
             .catalog(CATALOG)
@@ -198,12 +209,13 @@ impl Engine {
     /// them all at once.
     async fn install(&self) -> Result<(), QueryError> {
         // Providers and health under one lock, so health names the versions being published.
-        let (mut providers, damaged, health) = {
+        let (mut providers, damaged, health, format) = {
             let tables = self.tables.lock().await;
             (
                 tables.providers().await?,
                 tables.damaged().to_vec(),
                 tables.health(),
+                tables.format()?,
             )
         };
         for table in damaged {
@@ -213,18 +225,23 @@ impl Engine {
         }
         // A session of its own: the served one has pg_catalog and client settings layered on.
         let scratch = SessionContext::new_with_config(session_config(&self.config));
+        scratch.register_udf(crate::decimal::udf());
         let mut entries = BTreeMap::new();
         for (name, provider) in providers {
-            let name = if name == MENTIONS_TABLE {
-                MENTION_MAILS
-            } else {
-                name
+            let name = match name {
+                MENTIONS_TABLE => MENTION_MAILS,
+                METRICS_TABLE if format == Format::Two => OBSERVATIONS,
+                name => name,
             };
             let provider = crate::limit::HonorLimit::wrap(provider);
             scratch.register_table(name, Arc::clone(&provider))?;
             entries.insert(name.to_owned(), provider);
         }
-        let mut views: Vec<(&str, &[&str])> = vec![(VIEWS_SQL, &VIEWS)];
+        let mut views: Vec<(&str, &[&str])> = Vec::new();
+        if format == Format::Two {
+            views.push((OBSERVATION_VIEWS_SQL, &OBSERVATION_VIEWS));
+        }
+        views.push((VIEWS_SQL, &VIEWS));
         if entries.contains_key(FAILURES_TABLE) && entries.contains_key(MENTION_MAILS) {
             // A lake written before `links` gets the table at its next transform run, and
             // `triage` at its first `lkplake triage`; until then `regressions` reads an empty one.
@@ -241,7 +258,12 @@ impl Engine {
         let mut statements = Vec::new();
         for (sql, names) in views {
             let parsed = DFParser::parse_sql_with_dialect(sql, &GenericDialect {})?;
-            statements.extend(parsed.into_iter().zip(names.iter().copied()));
+            for (statement, name) in parsed.into_iter().zip(names.iter().copied()) {
+                // The first definition of a view stands: format 2's `comparisons`.
+                if !statements.iter().any(|(_, defined)| *defined == name) {
+                    statements.push((statement, name));
+                }
+            }
         }
         let mut kept = Vec::new();
         // The serving session the kept views compute in, copied once per install.
@@ -473,6 +495,7 @@ mod tests {
     #[test]
     fn every_view_statement_is_named_in_order() -> Result<(), DataFusionError> {
         assert_eq!(view_names(VIEWS_SQL)?, VIEWS);
+        assert_eq!(view_names(OBSERVATION_VIEWS_SQL)?, OBSERVATION_VIEWS);
         assert_eq!(view_names(DISCUSSION_VIEWS_SQL)?, DISCUSSION_VIEWS);
         Ok(())
     }

@@ -12,6 +12,7 @@
 
 pub mod columns;
 pub mod damaged;
+pub mod decimal;
 pub mod engine;
 pub mod error;
 pub mod executor;

@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+pub mod decimal;
 mod error_kind;
 pub mod key;
 pub mod link;

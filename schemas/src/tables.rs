@@ -56,6 +56,46 @@ pub static METRICS: LazyLock<SchemaRef> = LazyLock::new(|| {
     ]))
 });
 
+/// `metrics` in lake format 2 (served as `observations`; the `metrics` view gives back the
+/// rows above): one row per table row of a report test, base and head side by side, each value
+/// as its printed decimal ([`crate::decimal::Decimal`]: mantissa and scale, or the float when
+/// it has no short decimal). A follow-up's middle columns (roles `c1`, `c2`, ...) get a row each,
+/// without the base. `grouped` marks rows whose report test lists the metric more than once, which
+/// `comparisons` groups as format 1 did.
+pub static OBSERVATIONS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let side = |prefix: &str| {
+        [
+            Field::new(format!("{prefix}_mantissa"), DataType::Int64, true),
+            Field::new(format!("{prefix}_scale"), DataType::Int8, true),
+            Field::new(format!("{prefix}_float"), DataType::Float64, true),
+            Field::new(format!("{prefix}_stddev_pct"), DataType::Float64, true),
+        ]
+    };
+    let mut fields = vec![
+        Field::new("time", time(), true),
+        Field::new("testcase", DataType::Utf8, false),
+        Field::new("machine", DataType::Utf8, false),
+        Field::new("params", DataType::Utf8, false),
+        Field::new("metric", DataType::Utf8, false),
+        Field::new("program", DataType::Utf8, false),
+        Field::new("report_key", DataType::Utf8, false),
+        Field::new("base_commit", DataType::Utf8, false),
+        Field::new("commit", DataType::Utf8, true),
+        Field::new("role", DataType::Utf8, true),
+    ];
+    fields.extend(side("base"));
+    fields.push(Field::new("base_change", DataType::Float64, true));
+    fields.extend(side("head"));
+    fields.extend([
+        Field::new("change", DataType::Float64, true),
+        Field::new("change_unit", DataType::Utf8, false),
+        Field::new("direction", DataType::Utf8, true),
+        Field::new("is_headline", DataType::Boolean, false),
+        Field::new("grouped", DataType::Boolean, false),
+    ]);
+    Arc::new(Schema::new(fields))
+});
+
 /// `reports`: one row per test of a report.
 pub static REPORTS: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![

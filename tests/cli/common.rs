@@ -335,7 +335,7 @@ impl Pipeline {
 }
 
 /// Runs `work` to completion on a runtime of its own: the tests are synchronous, delta-rs is not.
-fn block_on<F: Future>(work: F) -> F::Output {
+pub fn block_on<F: Future>(work: F) -> F::Output {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -11,6 +11,7 @@ mod clients;
 mod common;
 mod dashboards;
 mod faults;
+mod formats;
 mod lifecycle;
 mod limits;
 mod objectstore;

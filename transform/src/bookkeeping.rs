@@ -15,7 +15,7 @@ use crate::TransformError;
 use crate::letters::{self, Letter, Postbox};
 use crate::normalize::{Normalizer, Tables};
 use crate::tracker::{Check, Limits, Tracker, Verdict};
-use lkplake_lake::{Batches, Lake, Progress, StoredTest, Table, Transaction, app_id};
+use lkplake_lake::{Batches, Format, Lake, Progress, StoredTest, Table, Transaction, app_id};
 use lkplake_schemas::key::canonical_params;
 use lkplake_schemas::metric::DirectionTable;
 use lkplake_schemas::{Message, Report, Test};
@@ -813,8 +813,8 @@ impl Ledger {
                 })
                 .collect();
             let pending = std::mem::take(&mut self.buffer);
-            let (batches, pending) = normalize(self.directions.clone(), pending).await?;
-            let metric_rows = batches.metrics.num_rows() as u64;
+            let (batches, metric_rows, pending) =
+                normalize(self.directions.clone(), self.lake.format(), pending).await?;
 
             // Kept until the commit lands: a retried commit deletes them again.
             let replace: Vec<String> = self.replace.iter().cloned().collect();
@@ -907,14 +907,16 @@ impl Ledger {
     }
 }
 
-/// Normalizes the buffer into the tables' batches, off the async runtime (it is CPU work);
-/// gives the buffer back for the bookkeeping after the commit, or for a retry.
+/// Normalizes the buffer into the tables' batches, off the async runtime (it is CPU work):
+/// the batches and how many `metrics` rows (observations) they hold, whatever the lake's format
+/// lays out; gives the buffer back for the bookkeeping after the commit, or for a retry.
 async fn normalize(
     directions: DirectionTable,
+    format: Format,
     pending: Vec<Pending>,
-) -> Result<(Batches, Vec<Pending>), TransformError> {
-    let (batches, pending) = tokio::task::spawn_blocking(move || {
-        let mut normalizer = Normalizer::new(directions);
+) -> Result<(Batches, u64, Vec<Pending>), TransformError> {
+    let (batches, metric_rows, pending) = tokio::task::spawn_blocking(move || {
+        let mut normalizer = Normalizer::new(directions, format);
         for p in &pending {
             match &p.message {
                 Some(Message::Report(report)) => {
@@ -927,11 +929,16 @@ async fn normalize(
                 None => {}
             }
         }
-        (normalizer.finish(), pending)
+        let metric_rows = normalizer.metric_rows() as u64;
+        (normalizer.finish(), metric_rows, pending)
     })
     .await
     .map_err(TransformError::Worker)?;
-    Ok((batches.map_err(TransformError::Normalize)?, pending))
+    Ok((
+        batches.map_err(TransformError::Normalize)?,
+        metric_rows,
+        pending,
+    ))
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@ use crate::bookkeeping::{Ledger, Seek, TransformSummary};
 use crate::letters::KafkaPostbox;
 use crate::tracker::{Check, Limits};
 use lkplake_kafka::Topics;
-use lkplake_lake::{Lake, LakeUrl};
+use lkplake_lake::lease::{self, Lease};
+use lkplake_lake::{Format, Lake, LakeUrl};
 use lkplake_schemas::metric::DirectionTable;
 use rdkafka::TopicPartitionList;
 use rdkafka::client::ClientContext;
@@ -52,6 +53,8 @@ pub struct TransformConfig {
     /// at one fetch per 250 ms, about 22 MB/s; Kafka itself answers as soon as it has data, so
     /// a short wait there only makes an idle consumer ask more often (one request per wait).
     pub fetch_wait: Duration,
+    /// The format of a lake this transformer creates; a lake that exists keeps its own.
+    pub lake_format: Format,
 }
 
 impl TransformConfig {
@@ -69,6 +72,7 @@ impl TransformConfig {
             until_idle: false,
             instance_id: None,
             fetch_wait: Duration::from_millis(10),
+            lake_format: Format::NEW_LAKES,
         }
     }
 }
@@ -107,7 +111,9 @@ pub async fn run(
 ) -> Result<TransformSummary, TransformError> {
     // Both fail fast and say why, before a consumer would wait for a broker for ever.
     lkplake_kafka::reachable(&config.topics.brokers).await?;
-    let lake = Lake::open(&config.lake).await?;
+    let lake = Lake::open_in(&config.lake, config.lake_format).await?;
+    // Held while this transformer runs, so that `lkplake upgrade` knows it writes the lake.
+    let lease = Lease::take(&config.lake).await?;
     let limits = Limits::for_flush_interval(config.flush_interval, config.until_idle);
     let ledger = Ledger::open(
         lake,
@@ -159,12 +165,19 @@ pub async fn run(
         consumer,
         ledger,
         postbox,
+        lease,
     };
     let outcome = member.run(&changed, shutdown).await;
     let Member {
-        consumer, ledger, ..
+        consumer,
+        ledger,
+        lease,
+        ..
     } = member;
     close(consumer).await;
+    if let Err(e) = lease.release().await {
+        tracing::warn!("{e}");
+    }
     outcome.map(|()| ledger.into_summary())
 }
 
@@ -182,6 +195,8 @@ struct Member {
     ledger: Ledger,
     /// Where the ledger's letters go before their offsets are committed.
     postbox: KafkaPostbox,
+    /// This transformer's lease on the lake, renewed as it runs.
+    lease: Lease,
 }
 
 impl Member {
@@ -194,6 +209,7 @@ impl Member {
         let check_every = Duration::from_secs(if self.config.until_idle { 1 } else { 10 });
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         let mut last_check = Instant::now();
+        let mut renewed = Instant::now();
         tokio::pin!(shutdown);
         loop {
             // Rebalances happen inside `recv`, so checking here, before any flush, means a flush
@@ -207,6 +223,13 @@ impl Member {
                     return self.flush().await;
                 }
                 _ = tick.tick() => {
+                    if renewed.elapsed() >= lease::RENEW_EVERY {
+                        renewed = Instant::now();
+                        // A missed renewal costs nothing yet: the lease holds for three.
+                        if let Err(e) = self.lease.renew().await {
+                            tracing::warn!("{e}");
+                        }
+                    }
                     if self.ledger.oldest().is_some_and(|o| o.elapsed() >= self.config.flush_interval) {
                         self.flush().await?;
                     }

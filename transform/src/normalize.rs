@@ -9,7 +9,7 @@ use arrow::array::{
 use arrow::compute::{SortColumn, lexsort_to_indices, take_record_batch};
 use arrow::datatypes::{DataType, Field};
 use arrow::error::ArrowError;
-use lkplake_lake::{Batches, Progress, Table};
+use lkplake_lake::{Batches, Format, Progress, Table};
 use lkplake_schemas::key::canonical_params;
 use lkplake_schemas::metric::{DirectionTable, program};
 use lkplake_schemas::tables::{FAILURES, LINKS, MENTIONS, METRICS, REPORTS};
@@ -18,6 +18,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Arc;
+
+mod side_by_side;
 
 /// The role of a commit column: the base, the commit under test, or a commit in between
 /// (follow-ups compare more than two). Borrowed for the base and the head, nearly every row.
@@ -232,6 +234,8 @@ impl Tables {
 #[derive(Debug, Default)]
 pub struct Normalizer<'a> {
     directions: DirectionTable,
+    /// The lake's format: how `metrics` rows are laid out.
+    format: Format,
     metric_tests: Vec<MetricTest<'a>>,
     /// One per table row (a metric), shared by the row's commit columns.
     metric_names: Vec<&'a str>,
@@ -243,10 +247,12 @@ pub struct Normalizer<'a> {
 }
 
 impl<'a> Normalizer<'a> {
-    /// An empty normalizer that labels each metric's direction from `directions`.
-    pub fn new(directions: DirectionTable) -> Self {
+    /// An empty normalizer for a lake in `format` that labels each metric's direction from
+    /// `directions`.
+    pub fn new(directions: DirectionTable, format: Format) -> Self {
         Self {
             directions,
+            format,
             ..Self::default()
         }
     }
@@ -412,7 +418,28 @@ impl<'a> Normalizer<'a> {
             .collect();
         // The index last makes every key distinct: unstable sorting keeps arrival order.
         order.sort_unstable();
-
+        if self.format == Format::Two {
+            // One entry per table row, its first column's: a table row's columns share every
+            // key, so they sit together; so do a report test's rows of one metric, the ones
+            // `comparisons` groups.
+            let firsts: Vec<_> = order
+                .iter()
+                .filter(|&&(.., i)| rows[i].column == 0)
+                .collect();
+            let same_group = |a: usize, b: usize| {
+                let ((p, m, q, t, i), (p2, m2, q2, t2, j)) = (firsts[a], firsts[b]);
+                (p, m, q, t) == (p2, m2, q2, t2)
+                    && std::ptr::eq(tests[rows[*i].test].report, tests[rows[*j].test].report)
+            };
+            let grouped = |k: usize| {
+                (k > 0 && same_group(k - 1, k)) || (k + 1 < firsts.len() && same_group(k, k + 1))
+            };
+            let table_rows = (0..firsts.len()).map(|k| {
+                let r = rows[firsts[k].4];
+                (r, directions[metric[r.row] as usize], grouped(k))
+            });
+            return side_by_side::batch(&tests, table_rows);
+        }
         let mut m = MetricColumns::with_capacity(rows.len());
         for &(.., i) in &order {
             let r = rows[i];
@@ -892,6 +919,93 @@ mod tests {
         let zeros: Vec<f64> = change.iter().flatten().filter(|c| *c == 0.0).collect();
         assert_eq!(zeros.len(), 1);
         assert!(zeros[0].is_sign_positive());
+        Ok(())
+    }
+
+    /// Column `name` of `batch` as text, one entry per row, nulls as `-`.
+    fn texts(batch: &RecordBatch, name: &str) -> Vec<String> {
+        let options = arrow::util::display::FormatOptions::default().with_null("-");
+        batch
+            .column_by_name(name)
+            .and_then(|c| arrow::util::display::ArrayFormatter::try_new(c, &options).ok())
+            .map(|f| {
+                (0..batch.num_rows())
+                    .map(|i| f.value(i).to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn format_2_sets_base_beside_head_and_gives_a_middle_column_a_row_of_its_own()
+    -> Result<(), ArrowError> {
+        let mut r = report();
+        let test = &mut r.tests[0];
+        test.commits = vec![
+            "dad6a5eb55".into(),
+            "1111111111".into(),
+            "cb67f4282b".into(),
+        ];
+        // Throughput under all three commits; soft% under the first two only.
+        test.rows[0].values.insert(
+            1,
+            Value {
+                mean: 2.5e8,
+                stddev_pct: Some(2.0),
+                change: Some(6.3),
+            },
+        );
+        let mut n = Normalizer::new(DirectionTable::default(), Format::Two);
+        n.push(&r);
+        assert_eq!(n.metric_rows(), 5);
+        let b = n.finish()?.metrics;
+        assert_eq!(b.schema(), lkplake_schemas::tables::OBSERVATIONS.clone());
+        let rows: Vec<String> = (0..b.num_rows())
+            .map(|i| {
+                [
+                    "metric",
+                    "role",
+                    "base_commit",
+                    "commit",
+                    "base_mantissa",
+                    "base_scale",
+                    "head_mantissa",
+                    "head_scale",
+                    "head_stddev_pct",
+                    "change",
+                    "grouped",
+                ]
+                .iter()
+                .map(|c| texts(&b, c)[i].clone())
+                .collect::<Vec<_>>()
+                .join(" ")
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                // 0.34 under the base, 0.20 under c1: no column is the head.
+                "mpstat.cpu.all.soft% - dad6a5eb55 - 34 2 - - - - false",
+                "mpstat.cpu.all.soft% c1 dad6a5eb55 1111111111 - - 2 1 - -0.1 false",
+                // 2.352e8 and 3.164e8 keep their four printed digits.
+                "vm-scalability.throughput head dad6a5eb55 cb67f4282b 2352 -5 3164 -5 - 34.5 false",
+                "vm-scalability.throughput c1 dad6a5eb55 1111111111 - - 25 -7 2.0 6.3 false",
+            ]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn format_2_marks_the_rows_of_a_metric_a_test_lists_twice_as_grouped() -> Result<(), ArrowError>
+    {
+        let mut r = report();
+        let again = r.tests[0].rows[0].clone();
+        r.tests[0].rows.push(again);
+        let mut n = Normalizer::new(DirectionTable::default(), Format::Two);
+        n.push(&r);
+        let b = n.finish()?.metrics;
+        assert_eq!(texts(&b, "metric").len(), 3);
+        assert_eq!(texts(&b, "grouped"), ["false", "true", "true"]);
         Ok(())
     }
 

@@ -1,0 +1,283 @@
+//! `lkplake upgrade`: rewrites a format-1 lake's `metrics` to format 2 in one Delta commit.
+//!
+//! Each partition's format-1 rows are paired back into table rows with SQL: a base with the
+//! head of its report test and metric (the n-th base with the n-th head when a test lists the
+//! metric more than once: the views group those, so any pairing serves the same rows), every
+//! other column a row of its own. The new files are written first; then one commit replaces
+//! the schema, records `lkplake.format = 2`, removes every format-1 file and adds the new ones.
+//! It is allowed no retry: it lands only on the version it read, so a transformer that appended
+//! meanwhile makes it fail whole instead of losing rows. Until that commit the lake is format 1
+//! as it was, so an interrupted upgrade is run again from the start (its unreferenced files go at
+//! the next vacuum); after it, the lake is format 2 and a second run has nothing to do.
+
+use crate::format::{FORMAT_KEY, Format};
+use crate::writer::{Table, files_per_partition, metrics_sorted_writer_properties};
+use crate::{Lake, LakeError};
+use deltalake::arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int8Array, Int64Array};
+use deltalake::arrow::compute::cast;
+use deltalake::arrow::datatypes::{DataType, Float64Type};
+use deltalake::arrow::record_batch::RecordBatch;
+use deltalake::datafusion::error::DataFusionError;
+use deltalake::datafusion::logical_expr::{ColumnarValue, Volatility, create_udf};
+use deltalake::datafusion::prelude::SessionContext;
+use deltalake::kernel::engine::arrow_conversion::TryIntoKernel as _;
+use deltalake::kernel::transaction::CommitBuilder;
+use deltalake::kernel::{Action, MetadataExt as _, StructType};
+use deltalake::protocol::{DeltaOperation, SaveMode};
+use deltalake::writer::{DeltaWriter as _, RecordBatchWriter};
+use deltalake::{DeltaTable, DeltaTableError};
+use lkplake_schemas::decimal::Decimal;
+use lkplake_schemas::tables::{METRICS_TABLE, OBSERVATIONS, PARTITION_COLUMNS};
+use std::sync::Arc;
+
+/// What an upgrade did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UpgradeSummary {
+    /// The format the lake was in.
+    pub from: Format,
+    /// `metrics` partitions rewritten.
+    pub partitions: u64,
+    /// Format-1 rows read.
+    pub rows_read: u64,
+    /// Format-2 rows written.
+    pub rows_written: u64,
+}
+
+/// One partition's format-1 rows (`v1`, filtered to the partition) as format-2 rows, in
+/// `OBSERVATIONS`' columns and compaction order.
+const PAIR_ROWS: &str = "
+WITH m AS (
+    SELECT *,
+        row_number() OVER (
+            PARTITION BY report_key, time, params, metric, role
+            ORDER BY value, commit, stddev_pct, change
+        ) AS nth,
+        count(*) FILTER (WHERE role = 'base')
+            OVER (PARTITION BY report_key, time, params, metric) AS bases,
+        max(CASE WHEN role = 'base' THEN commit END)
+            OVER (PARTITION BY report_key, time, params, metric) AS group_base_commit
+    FROM v1
+),
+b AS (SELECT * FROM m WHERE role = 'base'),
+o AS (SELECT * FROM m WHERE role <> 'base')
+SELECT
+    coalesce(b.time, o.time) AS time,
+    CAST(coalesce(b.testcase, o.testcase) AS VARCHAR) AS testcase,
+    CAST(coalesce(b.machine, o.machine) AS VARCHAR) AS machine,
+    coalesce(b.params, o.params) AS params,
+    coalesce(b.metric, o.metric) AS metric,
+    coalesce(b.program, o.program) AS program,
+    coalesce(b.report_key, o.report_key) AS report_key,
+    coalesce(b.commit, o.group_base_commit, '') AS base_commit,
+    o.commit AS commit,
+    o.role AS role,
+    lkplake_mantissa(b.value) AS base_mantissa,
+    lkplake_scale(b.value) AS base_scale,
+    lkplake_float(b.value) AS base_float,
+    b.stddev_pct AS base_stddev_pct,
+    b.change AS base_change,
+    lkplake_mantissa(o.value) AS head_mantissa,
+    lkplake_scale(o.value) AS head_scale,
+    lkplake_float(o.value) AS head_float,
+    o.stddev_pct AS head_stddev_pct,
+    o.change AS change,
+    coalesce(b.change_unit, o.change_unit) AS change_unit,
+    coalesce(b.direction, o.direction) AS direction,
+    coalesce(b.is_headline, o.is_headline) AS is_headline,
+    coalesce(b.bases, o.bases) > 1 AS grouped
+FROM b
+FULL JOIN o
+    ON o.role = 'head'
+    AND b.report_key = o.report_key
+    AND (b.time IS NOT DISTINCT FROM o.time)
+    AND b.params = o.params
+    AND b.metric = o.metric
+    AND b.nth = o.nth
+ORDER BY metric, params, time, report_key, role
+";
+
+/// The part of a value format 2 stores: its decimal's mantissa, its scale, or the float itself
+/// when it has no short decimal.
+#[derive(Debug, Clone, Copy)]
+enum Part {
+    Mantissa,
+    Scale,
+    Float,
+}
+
+fn part_udf(name: &'static str, part: Part) -> deltalake::datafusion::logical_expr::ScalarUDF {
+    let returns = match part {
+        Part::Mantissa => DataType::Int64,
+        Part::Scale => DataType::Int8,
+        Part::Float => DataType::Float64,
+    };
+    create_udf(
+        name,
+        vec![DataType::Float64],
+        returns,
+        Volatility::Immutable,
+        Arc::new(move |args: &[ColumnarValue]| {
+            let arrays = ColumnarValue::values_to_arrays(args)?;
+            let values = arrays
+                .first()
+                .ok_or_else(|| DataFusionError::Internal(format!("{name} takes a value")))?
+                .as_primitive::<Float64Type>();
+            let decimal = |i: usize| values.is_valid(i).then(|| Decimal::of(values.value(i)));
+            let rows = 0..values.len();
+            let out: ArrayRef = match part {
+                Part::Mantissa => Arc::new(
+                    rows.map(|i| decimal(i).flatten().map(|d| d.mantissa))
+                        .collect::<Int64Array>(),
+                ),
+                Part::Scale => Arc::new(
+                    rows.map(|i| decimal(i).flatten().map(|d| d.scale))
+                        .collect::<Int8Array>(),
+                ),
+                Part::Float => Arc::new(
+                    rows.map(|i| match decimal(i) {
+                        Some(None) => Some(values.value(i)),
+                        _ => None,
+                    })
+                    .collect::<Float64Array>(),
+                ),
+            };
+            Ok(ColumnarValue::Array(out))
+        }),
+    )
+}
+
+/// A session that pairs format-1 rows: the value-splitting functions registered.
+fn pairing_session() -> SessionContext {
+    let ctx = SessionContext::new();
+    for (name, part) in [
+        ("lkplake_mantissa", Part::Mantissa),
+        ("lkplake_scale", Part::Scale),
+        ("lkplake_float", Part::Float),
+    ] {
+        ctx.register_udf(part_udf(name, part));
+    }
+    ctx
+}
+
+/// One partition of `table` (format 1) as format-2 batches.
+async fn pair_partition(
+    table: &DeltaTable,
+    (testcase, machine): &(String, String),
+) -> Result<Vec<RecordBatch>, LakeError> {
+    let query = LakeError::query(METRICS_TABLE);
+    let ctx = pairing_session();
+    let provider = table.table_provider().await.map_err(query)?;
+    let partition = ctx
+        .read_table(provider)
+        .map_err(query)?
+        .filter(
+            deltalake::datafusion::prelude::col("testcase")
+                .eq(deltalake::datafusion::prelude::lit(testcase.as_str()))
+                .and(
+                    deltalake::datafusion::prelude::col("machine")
+                        .eq(deltalake::datafusion::prelude::lit(machine.as_str())),
+                ),
+        )
+        .map_err(query)?;
+    ctx.register_table("v1", partition.into_view())
+        .map_err(query)?;
+    let batches = ctx
+        .sql(PAIR_ROWS)
+        .await
+        .map_err(query)?
+        .collect()
+        .await
+        .map_err(query)?;
+    batches.iter().map(|b| conform(b).map_err(query)).collect()
+}
+
+/// `batch` in `OBSERVATIONS`' exact types (the query answers string views).
+fn conform(batch: &RecordBatch) -> Result<RecordBatch, DataFusionError> {
+    let columns = OBSERVATIONS
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .map(|(field, column)| cast(column, field.data_type()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(RecordBatch::try_new(OBSERVATIONS.clone(), columns)?)
+}
+
+impl Lake {
+    /// Rewrites the lake to [`Format::LATEST`] (see the module's doc); a lake already there is
+    /// left as it is.
+    pub async fn upgrade(&mut self) -> Result<UpgradeSummary, LakeError> {
+        let mut summary = UpgradeSummary {
+            from: self.format(),
+            ..UpgradeSummary::default()
+        };
+        if self.format() == Format::LATEST {
+            return Ok(summary);
+        }
+        let holders = crate::lease::holders(self.url(), chrono::Utc::now()).await?;
+        if !holders.is_empty() {
+            let holders: Vec<String> = holders
+                .iter()
+                .map(|h| format!("{} ({}, renewed {})", h.who, h.path, h.renewed.to_rfc3339()))
+                .collect();
+            return Err(LakeError::Held {
+                lake: self.url().to_string(),
+                holders: holders.join("; "),
+            });
+        }
+        let delta = LakeError::delta(METRICS_TABLE);
+        let table = self.table(Table::Metrics).clone();
+        let snapshot = table.snapshot().map_err(delta)?;
+        let mut writer = RecordBatchWriter::try_new(
+            table.table_url().as_str(),
+            OBSERVATIONS.clone(),
+            Some(PARTITION_COLUMNS.iter().map(|c| (*c).to_owned()).collect()),
+            None,
+        )
+        .map_err(delta)?
+        .with_writer_properties(metrics_sorted_writer_properties(Format::Two));
+        let mut adds = Vec::new();
+        for partition in files_per_partition(&table, METRICS_TABLE)?.keys() {
+            for batch in pair_partition(&table, partition).await? {
+                summary.rows_written += batch.num_rows() as u64;
+                writer.write(batch).await.map_err(delta)?;
+            }
+            // One partition's files at a time: memory stays one partition deep.
+            adds.extend(writer.flush().await.map_err(delta)?);
+            summary.partitions += 1;
+        }
+        let mut actions: Vec<Action> = Vec::with_capacity(adds.len() + 1);
+        let schema: StructType = OBSERVATIONS
+            .as_ref()
+            .try_into_kernel()
+            .map_err(|e| delta(DeltaTableError::from(e)))?;
+        let metadata = snapshot
+            .metadata()
+            .clone()
+            .with_schema(&schema)
+            .and_then(|m| m.add_config_key(FORMAT_KEY.to_owned(), Format::Two.to_string()))
+            .map_err(|e| delta(e.into()))?;
+        actions.push(metadata.into());
+        for file in snapshot.log_data().into_iter() {
+            summary.rows_read += file.num_records().unwrap_or(0) as u64;
+            actions.push(Action::Remove(file.remove_action(true)));
+        }
+        actions.extend(adds.into_iter().map(Action::Add));
+        lkplake_faults::point(lkplake_faults::UPGRADE_BEFORE_COMMIT);
+        let operation = DeltaOperation::Write {
+            mode: SaveMode::Overwrite,
+            partition_by: Some(PARTITION_COLUMNS.iter().map(|c| (*c).to_owned()).collect()),
+            predicate: None,
+        };
+        CommitBuilder::default()
+            .with_actions(actions)
+            // On the version read or not at all: a commit since means rows this did not pair.
+            .with_max_retries(0)
+            .build(Some(snapshot), table.log_store(), operation)
+            .await
+            .map_err(delta)?;
+        let mut upgraded = table;
+        upgraded.update_state().await.map_err(delta)?;
+        self.set_metrics(upgraded, Format::Two);
+        Ok(summary)
+    }
+}
