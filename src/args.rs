@@ -59,24 +59,24 @@ impl DirectionsArg {
 /// `--lake-format`: the commands that run a transformer, which creates a lake that is missing.
 #[derive(Debug, Args, Clone)]
 pub struct LakeFormatArg {
-    /// The format of a lake this command creates (docs/CLI.md, "Lake format"); a lake that
-    /// exists keeps its own (`lkplake upgrade` rewrites one).
+    /// The format of a lake this command creates, 1 or 2 (docs/CLI.md, "Lake format"); a lake
+    /// that exists keeps its own (`lkplake upgrade` rewrites one).
     #[arg(
         id = "lake_format",
         long = "lake-format",
         value_name = "FORMAT",
         env = "LKPLAKE_LAKE_FORMAT",
-        default_value_t = Format::NEW_LAKES.number(),
-        value_parser = clap::value_parser!(u32).range(1..=i64::from(Format::LATEST.number()))
+        default_value_t = Format::NEW_LAKES,
+        value_parser = lake_format
     )]
-    pub number: u32,
+    pub format: Format,
 }
 
-impl LakeFormatArg {
-    /// The format asked for.
-    pub fn get(&self) -> Format {
-        Format::from_number(self.number).unwrap_or(Format::NEW_LAKES)
-    }
+fn lake_format(text: &str) -> Result<Format, String> {
+    text.parse::<u32>()
+        .ok()
+        .and_then(Format::from_number)
+        .ok_or_else(|| format!("lkplake knows lake formats 1 to {}", Format::LATEST))
 }
 
 /// `--max-message-bytes`: the commands that run ingest.

@@ -347,7 +347,7 @@ pub async fn run_transform(args: &TransformArgs, shutdown: &Shutdown) -> anyhow:
     config.until_idle = args.until_idle;
     config.instance_id = args.instance_id.clone();
     config.fetch_wait = Duration::from_millis(args.fetch_wait_ms);
-    config.lake_format = args.lake_format.get();
+    config.lake_format = args.lake_format.format;
     shutdown.on_signals("transform");
     let summary = transform(config, shutdown.cancelled()).await?;
     print_transform(&summary, &topics.transform_dlq, LetterTopic::Kept);
@@ -408,7 +408,7 @@ pub async fn run_all(args: &RunArgs, shutdown: &Shutdown) -> anyhow::Result<bool
         paths: args.paths.clone(),
         brokers: args.brokers.clone(),
         directions: args.directions.table().await?,
-        lake_format: args.lake_format.get(),
+        lake_format: args.lake_format.format,
         max_message_bytes: args.max_message_bytes.get(),
         follow,
     };

@@ -48,8 +48,12 @@ pub enum LakeError {
         opened: crate::format::Format,
         now: crate::format::Format,
     },
-    #[error("the lake's writer lease {path}: {reason}; check that the lake is writable")]
+    #[error("the writer lease {path}: {reason}; check that the lake is writable")]
     Lease { path: String, reason: String },
+    #[error(
+        "the upgrade of the lake at {lake} was not committed, and the lake is as it was: {reason}; another writer (a transformer or a compaction) may have committed to metrics meanwhile: run the upgrade again"
+    )]
+    UpgradeNotCommitted { lake: String, reason: String },
     #[error(
         "the lake at {lake} is held by {holders}: stop the transformers writing it and run the upgrade again (a lease renewed more than {live_for:?} ago holds nothing: a transformer killed without releasing its lease holds the lake no longer than that)",
         live_for = crate::lease::LIVE_FOR

@@ -30,8 +30,9 @@ impl Format {
     /// The newest format this binary knows.
     pub const LATEST: Format = Format::Two;
 
-    /// The format `lkplake` creates new lakes in. Format 2 becomes the default once
-    /// `lkplake upgrade` can bring older lakes to it.
+    /// The format `lkplake` creates new lakes in unless told otherwise. Format 2 becomes the
+    /// default once it stores per-report values once (the per-report table) and other engines'
+    /// recipes read it (docs/QUERY.md).
     pub const NEW_LAKES: Format = Format::One;
 
     /// The number recorded in the lake.

@@ -1,6 +1,6 @@
 //! Who writes the lake: each running transformer keeps a lease, a small JSON object under
-//! `_lkplake/writers/` in the lake, written when it starts, renewed every [`RENEW_EVERY`] and
-//! deleted when it stops. `lkplake upgrade` refuses a lake with a lease renewed within
+//! `_lkplake/writers/` in the lake, written when it starts, renewed every [`RENEW_EVERY`] by a
+//! task of its own (a long flush does not hold renewals back) and deleted when it stops. `lkplake upgrade` refuses a lake with a lease renewed within
 //! [`LIVE_FOR`]: a transformer still writing format-1 rows while the table is rewritten would
 //! make the upgrade's commit fail at the end. A transformer killed without deleting its lease
 //! holds the lake no longer than [`LIVE_FOR`] after its last renewal.
@@ -25,11 +25,20 @@ pub const LIVE_FOR: Duration = Duration::from_secs(30);
 /// The folder, in the lake, of the leases.
 const FOLDER: &str = "_lkplake";
 
-/// A lease taken on a lake (see the module's doc).
+/// A lease taken on a lake and renewed until released (see the module's doc).
 #[derive(Debug)]
 pub struct Lease {
+    written: Written,
+    renewing: tokio::task::JoinHandle<()>,
+}
+
+/// The lease object: where it is, and what it says.
+#[derive(Debug, Clone)]
+struct Written {
     store: Arc<dyn ObjectStore>,
     path: Path,
+    /// The lease's place for messages: the lake's URL and the path in it.
+    named: String,
     body: String,
 }
 
@@ -55,19 +64,22 @@ async fn store(lake: &LakeUrl) -> Result<Arc<dyn ObjectStore>, LakeError> {
     }
     let store = DeltaTableBuilder::from_url(url)
         .and_then(|builder| builder.build_storage())
-        .map_err(LakeError::delta(FOLDER))?;
+        .map_err(|e| LakeError::Lease {
+            path: format!("{lake}/{FOLDER}"),
+            reason: e.to_string(),
+        })?;
     Ok(store.object_store(None))
 }
 
-fn failed(path: &Path) -> impl Fn(deltalake::ObjectStoreError) -> LakeError + '_ {
+fn failed(named: &str) -> impl Fn(deltalake::ObjectStoreError) -> LakeError + '_ {
     move |e| LakeError::Lease {
-        path: path.to_string(),
+        path: named.to_owned(),
         reason: e.to_string(),
     }
 }
 
 impl Lease {
-    /// Takes a lease on `lake` for this process.
+    /// Takes a lease on `lake` for this process, renewed until [`Lease::release`].
     pub async fn take(lake: &LakeUrl) -> Result<Self, LakeError> {
         let host = hostname().await;
         let pid = std::process::id();
@@ -80,30 +92,42 @@ impl Lease {
             "role": "transformer",
         })
         .to_string();
-        let lease = Self {
+        let written = Written {
             store: store(lake).await?,
             path: Path::from(format!("writers/{name}")),
+            named: format!("{lake}/{FOLDER}/writers/{name}"),
             body,
         };
-        lease.renew().await?;
-        Ok(lease)
+        written.put().await?;
+        let renewer = written.clone();
+        let renewing = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(RENEW_EVERY).await;
+                // A missed renewal costs nothing yet: the lease holds for three.
+                if let Err(e) = renewer.put().await {
+                    tracing::warn!("{e}");
+                }
+            }
+        });
+        Ok(Self { written, renewing })
     }
 
-    /// Writes the lease again, which makes its modification time now.
-    pub async fn renew(&self) -> Result<(), LakeError> {
+    /// Stops renewing and deletes the lease: this process writes the lake no more.
+    pub async fn release(self) -> Result<(), LakeError> {
+        self.renewing.abort();
+        let w = &self.written;
+        w.store.delete(&w.path).await.map_err(failed(&w.named))
+    }
+}
+
+impl Written {
+    /// Writes the lease, which makes its modification time now.
+    async fn put(&self) -> Result<(), LakeError> {
         self.store
             .put(&self.path, self.body.clone().into())
             .await
             .map(|_| ())
-            .map_err(failed(&self.path))
-    }
-
-    /// Deletes the lease: this process writes the lake no more.
-    pub async fn release(self) -> Result<(), LakeError> {
-        self.store
-            .delete(&self.path)
-            .await
-            .map_err(failed(&self.path))
+            .map_err(failed(&self.named))
     }
 }
 
@@ -115,7 +139,7 @@ pub async fn holders(lake: &LakeUrl, now: DateTime<Utc>) -> Result<Vec<Holder>, 
         .list(Some(&folder))
         .try_collect()
         .await
-        .map_err(failed(&folder))?;
+        .map_err(failed(&format!("{lake}/{FOLDER}/{folder}")))?;
     let live_for = chrono::Duration::from_std(LIVE_FOR).unwrap_or_default();
     let mut live = Vec::new();
     for object in objects {
@@ -130,7 +154,7 @@ pub async fn holders(lake: &LakeUrl, now: DateTime<Utc>) -> Result<Vec<Holder>, 
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             // Released between the listing and the read: it holds nothing.
             Err(deltalake::ObjectStoreError::NotFound { .. }) => continue,
-            Err(e) => return Err(failed(&object.location)(e)),
+            Err(e) => return Err(failed(&format!("{lake}/{FOLDER}/{}", object.location))(e)),
         };
         live.push(Holder {
             who,

@@ -1,14 +1,18 @@
 //! `lkplake upgrade`: rewrites a format-1 lake's `metrics` to format 2 in one Delta commit.
 //!
 //! Each partition's format-1 rows are paired back into table rows with SQL: a base with the
-//! head of its report test and metric (the n-th base with the n-th head when a test lists the
-//! metric more than once: the views group those, so any pairing serves the same rows), every
-//! other column a row of its own. The new files are written first; then one commit replaces
+//! head of its report test and metric, every other column a row of its own. When a report's
+//! tests of one testcase, machine and params list a metric more than once, the n-th base goes
+//! with the n-th head of the same headline flag (the flag is the one value a paired row keeps
+//! for both sides that can differ between those tests); `comparisons` groups those rows, so the
+//! pairing changes no view's rows. The new files are written first; then one commit replaces
 //! the schema, records `lkplake.format = 2`, removes every format-1 file and adds the new ones.
-//! It is allowed no retry: it lands only on the version it read, so a transformer that appended
-//! meanwhile makes it fail whole instead of losing rows. Until that commit the lake is format 1
-//! as it was, so an interrupted upgrade is run again from the start (its unreferenced files go at
-//! the next vacuum); after it, the lake is format 2 and a second run has nothing to do.
+//! It is allowed no retry: it lands only on the version it read, so a transformer or compaction
+//! that committed meanwhile makes it fail whole instead of losing rows, and the files it wrote
+//! are deleted. Until that commit the lake is format 1 as it was, so an interrupted upgrade is
+//! run again from the start (a crash leaves its files unreferenced: no reader sees them, and
+//! `compact`'s vacuum, which removes only files a commit removed, leaves them too); after it,
+//! the lake is format 2 and a second run has nothing to do.
 
 use crate::format::{FORMAT_KEY, Format};
 use crate::writer::{Table, files_per_partition, metrics_sorted_writer_properties};
@@ -23,6 +27,7 @@ use deltalake::datafusion::prelude::SessionContext;
 use deltalake::kernel::engine::arrow_conversion::TryIntoKernel as _;
 use deltalake::kernel::transaction::CommitBuilder;
 use deltalake::kernel::{Action, MetadataExt as _, StructType};
+use deltalake::logstore::object_store::ObjectStoreExt as _;
 use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::writer::{DeltaWriter as _, RecordBatchWriter};
 use deltalake::{DeltaTable, DeltaTableError};
@@ -37,7 +42,7 @@ pub struct UpgradeSummary {
     pub from: Format,
     /// `metrics` partitions rewritten.
     pub partitions: u64,
-    /// Format-1 rows read.
+    /// Metric rows (format 1's rows) rewritten.
     pub rows_read: u64,
     /// Format-2 rows written.
     pub rows_written: u64,
@@ -49,7 +54,7 @@ const PAIR_ROWS: &str = "
 WITH m AS (
     SELECT *,
         row_number() OVER (
-            PARTITION BY report_key, time, params, metric, role
+            PARTITION BY report_key, time, params, metric, is_headline, role
             ORDER BY value, commit, stddev_pct, change
         ) AS nth,
         count(*) FILTER (WHERE role = 'base')
@@ -92,6 +97,7 @@ FULL JOIN o
     AND (b.time IS NOT DISTINCT FROM o.time)
     AND b.params = o.params
     AND b.metric = o.metric
+    AND b.is_headline = o.is_headline
     AND b.nth = o.nth
 ORDER BY metric, params, time, report_key, role
 ";
@@ -191,6 +197,35 @@ async fn pair_partition(
     batches.iter().map(|b| conform(b).map_err(query)).collect()
 }
 
+/// How many metric rows (format 1's) a batch of format-2 rows holds: a base where there is a
+/// base value, the other side where there is a role.
+fn metric_rows(batch: &RecordBatch) -> u64 {
+    let valid = |name: &str| -> Vec<bool> {
+        batch.column_by_name(name).map_or_else(
+            || vec![false; batch.num_rows()],
+            |c| (0..c.len()).map(|i| c.is_valid(i)).collect(),
+        )
+    };
+    let (mantissa, float, role) = (valid("base_mantissa"), valid("base_float"), valid("role"));
+    (0..batch.num_rows())
+        .map(|i| u64::from(mantissa[i] || float[i]) + u64::from(role[i]))
+        .sum()
+}
+
+/// Deletes the files an upgrade wrote and did not commit: no version references them.
+async fn delete_written(table: &DeltaTable, paths: &[String]) {
+    let store = table.log_store().object_store(None);
+    for path in paths {
+        let deleted = match deltalake::Path::from_url_path(path) {
+            Ok(location) => store.delete(&location).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = deleted {
+            tracing::warn!(path, "an uncommitted file of the upgrade is left: {e}");
+        }
+    }
+}
+
 /// `batch` in `OBSERVATIONS`' exact types (the query answers string views).
 fn conform(batch: &RecordBatch) -> Result<RecordBatch, DataFusionError> {
     let columns = OBSERVATIONS
@@ -239,6 +274,7 @@ impl Lake {
         for partition in files_per_partition(&table, METRICS_TABLE)?.keys() {
             for batch in pair_partition(&table, partition).await? {
                 summary.rows_written += batch.num_rows() as u64;
+                summary.rows_read += metric_rows(&batch);
                 writer.write(batch).await.map_err(delta)?;
             }
             // One partition's files at a time: memory stays one partition deep.
@@ -258,9 +294,9 @@ impl Lake {
             .map_err(|e| delta(e.into()))?;
         actions.push(metadata.into());
         for file in snapshot.log_data().into_iter() {
-            summary.rows_read += file.num_records().unwrap_or(0) as u64;
             actions.push(Action::Remove(file.remove_action(true)));
         }
+        let written: Vec<String> = adds.iter().map(|a| a.path.clone()).collect();
         actions.extend(adds.into_iter().map(Action::Add));
         lkplake_faults::point(lkplake_faults::UPGRADE_BEFORE_COMMIT);
         let operation = DeltaOperation::Write {
@@ -268,16 +304,150 @@ impl Lake {
             partition_by: Some(PARTITION_COLUMNS.iter().map(|c| (*c).to_owned()).collect()),
             predicate: None,
         };
-        CommitBuilder::default()
+        let committed = CommitBuilder::default()
             .with_actions(actions)
             // On the version read or not at all: a commit since means rows this did not pair.
             .with_max_retries(0)
             .build(Some(snapshot), table.log_store(), operation)
-            .await
-            .map_err(delta)?;
+            .await;
+        if let Err(e) = committed {
+            delete_written(&table, &written).await;
+            return Err(LakeError::UpgradeNotCommitted {
+                lake: self.url().to_string(),
+                reason: crate::damage::without_backtrace(&e.to_string()),
+            });
+        }
         let mut upgraded = table;
         upgraded.update_state().await.map_err(delta)?;
         self.set_metrics(upgraded, Format::Two);
         Ok(summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Batches, LakeUrl};
+    use deltalake::arrow::array::{BooleanArray, StringArray, TimestampMicrosecondArray};
+    use deltalake::arrow::util::display::{ArrayFormatter, FormatOptions};
+    use lkplake_schemas::tables::{FAILURES, LINKS, MENTIONS, METRICS, REPORTS};
+
+    type Row = (&'static str, &'static str, &'static str, f64, bool);
+
+    /// Format-1 rows of one report test's partition: (metric, role, commit, value, headline).
+    fn rows(rows: &[Row]) -> Batches {
+        let n = rows.len();
+        let text = |value: &str| Arc::new(StringArray::from(vec![value; n])) as ArrayRef;
+        let pick = |f: fn(&Row) -> &'static str| {
+            Arc::new(StringArray::from(rows.iter().map(f).collect::<Vec<_>>())) as ArrayRef
+        };
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(
+                TimestampMicrosecondArray::from(vec![1_700_000_000_000_000; n])
+                    .with_timezone("UTC"),
+            ),
+            text("will-it-scale"),
+            text("lkp-icl-2sp2"),
+            text("mode=thread"),
+            pick(|r| r.0),
+            text("will-it-scale"),
+            pick(|r| r.2),
+            pick(|r| r.1),
+            Arc::new(Float64Array::from(
+                rows.iter().map(|r| r.3).collect::<Vec<_>>(),
+            )),
+            Arc::new(Float64Array::from(vec![None; n])),
+            Arc::new(Float64Array::from(vec![None; n])),
+            text("percent"),
+            Arc::new(StringArray::from(vec![None::<&str>; n])),
+            Arc::new(BooleanArray::from(
+                rows.iter().map(|r| r.4).collect::<Vec<_>>(),
+            )),
+            text("k"),
+        ];
+        Batches {
+            metrics: RecordBatch::try_new(Arc::clone(&METRICS), columns)
+                .unwrap_or_else(|e| panic!("{e}")),
+            failures: RecordBatch::new_empty(Arc::clone(&FAILURES)),
+            mentions: RecordBatch::new_empty(Arc::clone(&MENTIONS)),
+            links: RecordBatch::new_empty(Arc::clone(&LINKS)),
+            reports: RecordBatch::new_empty(Arc::clone(&REPORTS)),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_base_is_paired_with_a_head_of_its_own_headline_flag() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let url = LakeUrl::local(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let mut lake = Lake::open(&url).await.unwrap_or_else(|e| panic!("{e}"));
+        // Two tests of one report with the same testcase, machine and params list metric m:
+        // the first, whose headline m is, over commits a and b (1 to 2), the other over a and
+        // c (3 to 0.5). By value alone, 1 would meet 0.5.
+        let batches = rows(&[
+            ("m", "base", "a", 1.0, true),
+            ("m", "head", "b", 2.0, true),
+            ("m", "base", "a", 3.0, false),
+            ("m", "head", "c", 0.5, false),
+            ("n", "base", "a", 7.0, false),
+            ("n", "head", "b", 8.0, false),
+        ]);
+        lake.commit(batches, &[])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let summary = lake.upgrade().await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((summary.rows_read, summary.rows_written), (6, 3));
+        assert_eq!(lake.format(), Format::Two);
+
+        let ctx = SessionContext::new();
+        let provider = lake
+            .table(Table::Metrics)
+            .table_provider()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let batches = ctx
+            .read_table(provider)
+            .and_then(|t| {
+                t.select_columns(&[
+                    "metric",
+                    "base_mantissa",
+                    "head_mantissa",
+                    "head_scale",
+                    "commit",
+                    "is_headline",
+                    "grouped",
+                ])
+            })
+            .unwrap_or_else(|e| panic!("{e}"))
+            .sort_by(vec![
+                deltalake::datafusion::prelude::col("metric"),
+                deltalake::datafusion::prelude::col("base_mantissa"),
+            ])
+            .unwrap_or_else(|e| panic!("{e}"))
+            .collect()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let options = FormatOptions::default();
+        let mut lines = Vec::new();
+        for batch in &batches {
+            let columns: Vec<ArrayFormatter> = batch
+                .columns()
+                .iter()
+                .map(|c| {
+                    ArrayFormatter::try_new(c.as_ref(), &options).unwrap_or_else(|e| panic!("{e}"))
+                })
+                .collect();
+            for row in 0..batch.num_rows() {
+                let cells: Vec<String> = columns.iter().map(|c| c.value(row).to_string()).collect();
+                lines.push(cells.join(" "));
+            }
+        }
+        assert_eq!(
+            lines,
+            [
+                "m 1 2 0 b true true",
+                "m 3 5 1 c false true",
+                "n 7 8 0 b false false",
+            ]
+        );
     }
 }

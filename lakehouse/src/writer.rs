@@ -467,17 +467,23 @@ impl Lake {
                 .update_state()
                 .await
                 .map_err(LakeError::delta(which.name()))?;
-            // A lake rewritten to a newer format meanwhile: write no more rows of this one.
-            let recorded = crate::format::check(&self.url, which.name(), table)?;
-            if which == Table::Metrics && recorded != self.format {
-                return Err(LakeError::FormatChanged {
-                    lake: self.url.to_string(),
-                    opened: self.format,
-                    now: recorded,
-                });
-            }
+            crate::format::check(&self.url, which.name(), table)?;
         }
-        Ok(())
+        // A lake rewritten to a newer format meanwhile: write no more rows of this one.
+        self.check_format()
+    }
+
+    /// Whether `metrics`, as loaded, is still in the format the lake was opened in.
+    fn check_format(&self) -> Result<(), LakeError> {
+        let recorded = crate::format::check(&self.url, METRICS_TABLE, self.table(Table::Metrics))?;
+        if recorded == self.format {
+            return Ok(());
+        }
+        Err(LakeError::FormatChanged {
+            lake: self.url.to_string(),
+            opened: self.format,
+            now: recorded,
+        })
     }
 
     /// Progress recorded for each partition of `topic`.
@@ -711,6 +717,9 @@ impl Lake {
                         .update_state()
                         .await
                         .map_err(LakeError::delta(METRICS_TABLE))?;
+                    // An upgrade's commit conflicts too: sort no partition of the new layout
+                    // in the old one's order.
+                    self.check_format()?;
                 }
                 Err(e) => return Err(e),
             }

@@ -60,8 +60,9 @@ pub static METRICS: LazyLock<SchemaRef> = LazyLock::new(|| {
 /// rows above): one row per table row of a report test, base and head side by side, each value
 /// as its printed decimal ([`crate::decimal::Decimal`]: mantissa and scale, or the float when
 /// it has no short decimal). A follow-up's middle columns (roles `c1`, `c2`, ...) get a row each,
-/// without the base. `grouped` marks rows whose report test lists the metric more than once, which
-/// `comparisons` groups as format 1 did.
+/// without the base. `grouped` marks rows whose report lists the metric more than once in its
+/// tests of one testcase, machine and params (a table listing it twice, or two such tests over
+/// other commits), which `comparisons` groups as format 1 did.
 pub static OBSERVATIONS: LazyLock<SchemaRef> = LazyLock::new(|| {
     let side = |prefix: &str| {
         [

@@ -6,7 +6,7 @@ use crate::bookkeeping::{Ledger, Seek, TransformSummary};
 use crate::letters::KafkaPostbox;
 use crate::tracker::{Check, Limits};
 use lkplake_kafka::Topics;
-use lkplake_lake::lease::{self, Lease};
+use lkplake_lake::lease::Lease;
 use lkplake_lake::{Format, Lake, LakeUrl};
 use lkplake_schemas::metric::DirectionTable;
 use rdkafka::TopicPartitionList;
@@ -112,8 +112,6 @@ pub async fn run(
     // Both fail fast and say why, before a consumer would wait for a broker for ever.
     lkplake_kafka::reachable(&config.topics.brokers).await?;
     let lake = Lake::open_in(&config.lake, config.lake_format).await?;
-    // Held while this transformer runs, so that `lkplake upgrade` knows it writes the lake.
-    let lease = Lease::take(&config.lake).await?;
     let limits = Limits::for_flush_interval(config.flush_interval, config.until_idle);
     let ledger = Ledger::open(
         lake,
@@ -160,19 +158,18 @@ pub async fn run(
         &config.topics.transform_dlq,
         config.create_dlq_topic,
     );
+    // Held while this transformer writes, so that `lkplake upgrade` knows; taken last, so
+    // that a failure to start leaves none behind.
+    let lease = Lease::take(&config.lake).await?;
     let mut member = Member {
         config,
         consumer,
         ledger,
         postbox,
-        lease,
     };
     let outcome = member.run(&changed, shutdown).await;
     let Member {
-        consumer,
-        ledger,
-        lease,
-        ..
+        consumer, ledger, ..
     } = member;
     close(consumer).await;
     if let Err(e) = lease.release().await {
@@ -195,8 +192,6 @@ struct Member {
     ledger: Ledger,
     /// Where the ledger's letters go before their offsets are committed.
     postbox: KafkaPostbox,
-    /// This transformer's lease on the lake, renewed as it runs.
-    lease: Lease,
 }
 
 impl Member {
@@ -209,7 +204,6 @@ impl Member {
         let check_every = Duration::from_secs(if self.config.until_idle { 1 } else { 10 });
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         let mut last_check = Instant::now();
-        let mut renewed = Instant::now();
         tokio::pin!(shutdown);
         loop {
             // Rebalances happen inside `recv`, so checking here, before any flush, means a flush
@@ -223,13 +217,6 @@ impl Member {
                     return self.flush().await;
                 }
                 _ = tick.tick() => {
-                    if renewed.elapsed() >= lease::RENEW_EVERY {
-                        renewed = Instant::now();
-                        // A missed renewal costs nothing yet: the lease holds for three.
-                        if let Err(e) = self.lease.renew().await {
-                            tracing::warn!("{e}");
-                        }
-                    }
                     if self.ledger.oldest().is_some_and(|o| o.elapsed() >= self.config.flush_interval) {
                         self.flush().await?;
                     }

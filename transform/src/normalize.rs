@@ -420,8 +420,8 @@ impl<'a> Normalizer<'a> {
         order.sort_unstable();
         if self.format == Format::Two {
             // One entry per table row, its first column's: a table row's columns share every
-            // key, so they sit together; so do a report test's rows of one metric, the ones
-            // `comparisons` groups.
+            // key, so they sit together; so do a report's rows of one metric in its tests of one
+            // testcase, machine and params, the ones `comparisons` groups.
             let firsts: Vec<_> = order
                 .iter()
                 .filter(|&&(.., i)| rows[i].column == 0)
