@@ -10,6 +10,11 @@ distinct report keys:
 
   {"deltalake": {"metrics": {"rows": N, "reports": K}, ...}, "polars": {...}, "duckdb": {...}}
 
+A lake in format 2 stores `metrics` with base and head side by side and values as decimals
+(docs/CLI.md, "Lake format"): each engine unpivots it into metric rows and rebuilds the values
+as docs/QUERY.md shows, and `metrics` also gets the number of distinct values and the smallest
+and largest, which differ from lkplake's if a single value is rebuilt wrong.
+
 - deltalake: Python deltalake (delta-rs) reads each table's current version into Arrow.
 - polars: pl.scan_delta over the same table.
 - duckdb: DuckDB's read_parquet over the live file list of the Delta log (local lakes; its
@@ -27,6 +32,76 @@ import polars as pl
 
 TABLES = ["metrics", "reports", "failures"]
 
+# Format 2's metric rows and values, in DuckDB: a base where there is a base value, the other
+# side where there is a role; mantissa / 10^scale, or times 10^-scale for a negative scale.
+DUCKDB_METRICS_V2 = """
+WITH sides AS (
+    SELECT report_key, base_mantissa AS m, base_scale AS s, base_float AS f FROM t
+    WHERE base_mantissa IS NOT NULL OR base_float IS NOT NULL
+    UNION ALL
+    SELECT report_key, head_mantissa, head_scale, head_float FROM t WHERE role IS NOT NULL
+), v AS (
+    SELECT report_key, CASE
+        WHEN m IS NULL THEN f
+        WHEN s >= 0 THEN m / pow(10, s)
+        ELSE m * pow(10, -s)
+    END AS value FROM sides
+)
+SELECT count(*), count(DISTINCT report_key), count(DISTINCT value), min(value), max(value) FROM v
+"""
+
+
+def is_format_2(dt):
+    return dt.metadata().configuration.get("lkplake.format") == "2"
+
+
+def python_value(m, s, f):
+    if m is None:
+        return f
+    # Integer arithmetic, then one correctly rounded conversion: exact.
+    return m / 10**s if s >= 0 else float(m * 10 ** (-s))
+
+
+def deltalake_metrics_v2(dt):
+    t = dt.to_pyarrow_table(columns=[
+        "report_key", "role", "base_mantissa", "base_scale", "base_float",
+        "head_mantissa", "head_scale", "head_float",
+    ]).to_pylist()
+    values, keys = [], set()
+    for r in t:
+        keys.add(r["report_key"])
+        if r["base_mantissa"] is not None or r["base_float"] is not None:
+            values.append(python_value(r["base_mantissa"], r["base_scale"], r["base_float"]))
+        if r["role"] is not None:
+            values.append(python_value(r["head_mantissa"], r["head_scale"], r["head_float"]))
+    return summary(len(values), len(keys), len(set(values)), min(values), max(values))
+
+
+def polars_metrics_v2(uri, options):
+    lf = pl.scan_delta(uri, storage_options=options)
+
+    def side(prefix, keep):
+        m, s = pl.col(f"{prefix}_mantissa"), pl.col(f"{prefix}_scale").cast(pl.Float64)
+        value = (
+            pl.when(m.is_null()).then(pl.col(f"{prefix}_float"))
+            .when(s >= 0).then(m.cast(pl.Float64) / pl.lit(10.0).pow(s))
+            .otherwise(m.cast(pl.Float64) * pl.lit(10.0).pow(-s))
+        )
+        return lf.filter(keep).select(pl.col("report_key"), value.alias("value"))
+
+    has_base = pl.col("base_mantissa").is_not_null() | pl.col("base_float").is_not_null()
+    v = pl.concat([side("base", has_base), side("head", pl.col("role").is_not_null())])
+    c = v.select(
+        pl.len().alias("rows"), pl.col("report_key").n_unique().alias("reports"),
+        pl.col("value").n_unique().alias("values"), pl.col("value").min().alias("min"),
+        pl.col("value").max().alias("max"),
+    ).collect()
+    return summary(*(c[k][0] for k in ["rows", "reports", "values", "min", "max"]))
+
+
+def summary(rows, reports, values, lo, hi):
+    return {"rows": rows, "reports": reports, "values": values, "min": lo, "max": hi}
+
 
 def storage_options(lake):
     if not lake.startswith(("s3://", "s3a://")):
@@ -43,6 +118,13 @@ def main():
     for table in TABLES:
         uri = f"{lake}/{table}"
         dt = deltalake.DeltaTable(uri, storage_options=options)
+        if table == "metrics" and is_format_2(dt):
+            out["deltalake"][table] = deltalake_metrics_v2(dt)
+            out["polars"][table] = polars_metrics_v2(uri, options)
+            con.register("t", dt.to_pyarrow_dataset())
+            out["duckdb"][table] = summary(*con.execute(DUCKDB_METRICS_V2).fetchall()[0])
+            con.unregister("t")
+            continue
 
         arrow = dt.to_pyarrow_table(columns=["report_key"])
         keys = arrow.column("report_key").unique()
