@@ -120,6 +120,14 @@ impl Lease {
     }
 }
 
+impl Drop for Lease {
+    /// A lease dropped without [`Lease::release`] (a return on an error) stops being renewed:
+    /// it holds the lake no longer than [`LIVE_FOR`].
+    fn drop(&mut self) {
+        self.renewing.abort();
+    }
+}
+
 impl Written {
     /// Writes the lease, which makes its modification time now.
     async fn put(&self) -> Result<(), LakeError> {
