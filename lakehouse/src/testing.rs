@@ -7,29 +7,44 @@ use deltalake::arrow::array::{
 use lkplake_schemas::tables::{FAILURES, LINKS, MENTIONS, METRICS, REPORTS};
 use std::sync::Arc;
 
-/// `metrics` rows of one (testcase, machine), one per (metric, time in microseconds, value),
-/// all of one head commit and report; the other tables empty.
-pub(crate) fn metrics(testcase: &str, machine: &str, rows: &[(&str, i64, f64)]) -> Batches {
+/// One format-1 `metrics` row of a test's batch: what tests vary.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Observation {
+    pub metric: &'static str,
+    /// Microseconds since the epoch.
+    pub time: i64,
+    pub role: &'static str,
+    pub commit: &'static str,
+    pub value: f64,
+    pub is_headline: bool,
+}
+
+/// `metrics` rows of one (testcase, machine) and report, with empty params, no stddev or
+/// change; the other tables empty.
+pub(crate) fn observations(testcase: &str, machine: &str, rows: &[Observation]) -> Batches {
     let n = rows.len();
     let text = |value: &str| Arc::new(StringArray::from(vec![value; n])) as ArrayRef;
-    let times: Vec<i64> = rows.iter().map(|&(_, time, _)| time).collect();
-    let names: Vec<&str> = rows.iter().map(|&(metric, _, _)| metric).collect();
-    let values: Vec<f64> = rows.iter().map(|&(_, _, value)| value).collect();
+    let pick = |f: fn(&Observation) -> &'static str| {
+        Arc::new(StringArray::from(rows.iter().map(f).collect::<Vec<_>>())) as ArrayRef
+    };
+    let times: Vec<i64> = rows.iter().map(|r| r.time).collect();
+    let values: Vec<f64> = rows.iter().map(|r| r.value).collect();
+    let headlines: Vec<bool> = rows.iter().map(|r| r.is_headline).collect();
     let columns: Vec<ArrayRef> = vec![
         Arc::new(TimestampMicrosecondArray::from(times).with_timezone("UTC")),
         text(testcase),
         text(machine),
         text(""),
-        Arc::new(StringArray::from(names)),
+        pick(|r| r.metric),
         text("vm-scalability"),
-        text("9c167c0450c9a958"),
-        text("patched"),
+        pick(|r| r.commit),
+        pick(|r| r.role),
         Arc::new(Float64Array::from(values)),
         Arc::new(Float64Array::from(vec![None; n])),
         Arc::new(Float64Array::from(vec![None; n])),
         text("%"),
         Arc::new(StringArray::from(vec![None::<&str>; n])),
-        Arc::new(BooleanArray::from(vec![true; n])),
+        Arc::new(BooleanArray::from(headlines)),
         text("k"),
     ];
     Batches {
@@ -40,4 +55,21 @@ pub(crate) fn metrics(testcase: &str, machine: &str, rows: &[(&str, i64, f64)]) 
         links: RecordBatch::new_empty(Arc::clone(&LINKS)),
         reports: RecordBatch::new_empty(Arc::clone(&REPORTS)),
     }
+}
+
+/// `metrics` rows of one (testcase, machine), one per (metric, time in microseconds, value),
+/// all of one head commit and report; the other tables empty.
+pub(crate) fn metrics(testcase: &str, machine: &str, rows: &[(&'static str, i64, f64)]) -> Batches {
+    let rows: Vec<Observation> = rows
+        .iter()
+        .map(|&(metric, time, value)| Observation {
+            metric,
+            time,
+            role: "patched",
+            commit: "9c167c0450c9a958",
+            value,
+            is_headline: true,
+        })
+        .collect();
+    observations(testcase, machine, &rows)
 }

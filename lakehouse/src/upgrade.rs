@@ -15,12 +15,15 @@
 //! the lake is format 2 and a second run has nothing to do.
 
 use crate::format::{FORMAT_KEY, Format};
-use crate::writer::{Table, files_per_partition, metrics_sorted_writer_properties};
+use crate::writer::{
+    Partition, Table, files_per_partition, in_partition, metrics_sorted_writer_properties,
+};
 use crate::{Lake, LakeError};
 use deltalake::arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int8Array, Int64Array};
 use deltalake::arrow::compute::cast;
 use deltalake::arrow::datatypes::{DataType, Float64Type};
 use deltalake::arrow::record_batch::RecordBatch;
+use deltalake::datafusion::catalog::TableProvider;
 use deltalake::datafusion::error::DataFusionError;
 use deltalake::datafusion::logical_expr::{ColumnarValue, Volatility, create_udf};
 use deltalake::datafusion::prelude::SessionContext;
@@ -165,28 +168,21 @@ fn pairing_session() -> SessionContext {
     ctx
 }
 
-/// One partition of `table` (format 1) as format-2 batches.
+/// One partition of `metrics` (format 1, served by `provider`) as format-2 batches, paired
+/// in `ctx` ([`pairing_session`]).
 async fn pair_partition(
-    table: &DeltaTable,
-    (testcase, machine): &(String, String),
+    ctx: &SessionContext,
+    provider: &Arc<dyn TableProvider>,
+    partition: &Partition,
 ) -> Result<Vec<RecordBatch>, LakeError> {
     let query = LakeError::query(METRICS_TABLE);
-    let ctx = pairing_session();
-    let provider = table.table_provider().await.map_err(query)?;
-    let partition = ctx
-        .read_table(provider)
-        .map_err(query)?
-        .filter(
-            deltalake::datafusion::prelude::col("testcase")
-                .eq(deltalake::datafusion::prelude::lit(testcase.as_str()))
-                .and(
-                    deltalake::datafusion::prelude::col("machine")
-                        .eq(deltalake::datafusion::prelude::lit(machine.as_str())),
-                ),
-        )
+    let rows = ctx
+        .read_table(Arc::clone(provider))
+        .and_then(|t| t.filter(in_partition(partition)))
         .map_err(query)?;
-    ctx.register_table("v1", partition.into_view())
-        .map_err(query)?;
+    // Registered again for each partition: `v1` is the one being paired.
+    ctx.deregister_table("v1").map_err(query)?;
+    ctx.register_table("v1", rows.into_view()).map_err(query)?;
     let batches = ctx
         .sql(PAIR_ROWS)
         .await
@@ -271,8 +267,14 @@ impl Lake {
         .map_err(delta)?
         .with_writer_properties(metrics_sorted_writer_properties(Format::Two));
         let mut adds = Vec::new();
+        // One provider of the version read (delta-rs replays the log to build one), one session.
+        let provider = table
+            .table_provider()
+            .await
+            .map_err(LakeError::query(METRICS_TABLE))?;
+        let ctx = pairing_session();
         for partition in files_per_partition(&table, METRICS_TABLE)?.keys() {
-            for batch in pair_partition(&table, partition).await? {
+            for batch in pair_partition(&ctx, &provider, partition).await? {
                 summary.rows_written += batch.num_rows() as u64;
                 summary.rows_read += metric_rows(&batch);
                 writer.write(batch).await.map_err(delta)?;
@@ -327,52 +329,24 @@ impl Lake {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{Observation, observations};
     use crate::{Batches, LakeUrl};
-    use deltalake::arrow::array::{BooleanArray, StringArray, TimestampMicrosecondArray};
     use deltalake::arrow::util::display::{ArrayFormatter, FormatOptions};
-    use lkplake_schemas::tables::{FAILURES, LINKS, MENTIONS, METRICS, REPORTS};
 
-    type Row = (&'static str, &'static str, &'static str, f64, bool);
-
-    /// Format-1 rows of one report test's partition: (metric, role, commit, value, headline).
-    fn rows(rows: &[Row]) -> Batches {
-        let n = rows.len();
-        let text = |value: &str| Arc::new(StringArray::from(vec![value; n])) as ArrayRef;
-        let pick = |f: fn(&Row) -> &'static str| {
-            Arc::new(StringArray::from(rows.iter().map(f).collect::<Vec<_>>())) as ArrayRef
-        };
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(
-                TimestampMicrosecondArray::from(vec![1_700_000_000_000_000; n])
-                    .with_timezone("UTC"),
-            ),
-            text("will-it-scale"),
-            text("lkp-icl-2sp2"),
-            text("mode=thread"),
-            pick(|r| r.0),
-            text("will-it-scale"),
-            pick(|r| r.2),
-            pick(|r| r.1),
-            Arc::new(Float64Array::from(
-                rows.iter().map(|r| r.3).collect::<Vec<_>>(),
-            )),
-            Arc::new(Float64Array::from(vec![None; n])),
-            Arc::new(Float64Array::from(vec![None; n])),
-            text("percent"),
-            Arc::new(StringArray::from(vec![None::<&str>; n])),
-            Arc::new(BooleanArray::from(
-                rows.iter().map(|r| r.4).collect::<Vec<_>>(),
-            )),
-            text("k"),
-        ];
-        Batches {
-            metrics: RecordBatch::try_new(Arc::clone(&METRICS), columns)
-                .unwrap_or_else(|e| panic!("{e}")),
-            failures: RecordBatch::new_empty(Arc::clone(&FAILURES)),
-            mentions: RecordBatch::new_empty(Arc::clone(&MENTIONS)),
-            links: RecordBatch::new_empty(Arc::clone(&LINKS)),
-            reports: RecordBatch::new_empty(Arc::clone(&REPORTS)),
-        }
+    /// Format-1 rows of one report's partition: (metric, role, commit, value, headline).
+    fn rows(rows: &[(&'static str, &'static str, &'static str, f64, bool)]) -> Batches {
+        let rows: Vec<Observation> = rows
+            .iter()
+            .map(|&(metric, role, commit, value, is_headline)| Observation {
+                metric,
+                time: 1_700_000_000_000_000,
+                role,
+                commit,
+                value,
+                is_headline,
+            })
+            .collect();
+        observations("will-it-scale", "lkp-icl-2sp2", &rows)
     }
 
     #[tokio::test]

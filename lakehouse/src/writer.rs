@@ -241,7 +241,16 @@ pub(crate) fn metrics_sorted_writer_properties(format: Format) -> WriterProperti
 }
 
 /// A `metrics` partition: (testcase, machine).
-type Partition = (String, String);
+pub(crate) type Partition = (String, String);
+
+/// The filter that keeps one partition's rows.
+pub(crate) fn in_partition(
+    (testcase, machine): &Partition,
+) -> deltalake::datafusion::prelude::Expr {
+    col("testcase")
+        .eq(lit(testcase.as_str()))
+        .and(col("machine").eq(lit(machine.as_str())))
+}
 
 /// The number of live files of each partition of a table.
 pub(crate) fn files_per_partition(
@@ -274,12 +283,10 @@ const MAX_REWRITE_RETRIES: u32 = 20;
 async fn sort_partition(
     table: DeltaTable,
     format: Format,
-    (testcase, machine): &Partition,
+    partition: &Partition,
 ) -> Result<DeltaTable, LakeError> {
     let query = LakeError::query(METRICS_TABLE);
-    let in_partition = col("testcase")
-        .eq(lit(testcase.as_str()))
-        .and(col("machine").eq(lit(machine.as_str())));
+    let in_partition = in_partition(partition);
     let provider = table.table_provider().await.map_err(query)?;
     // Sorted here and handed over as batches: given a plan, the writer's optimizer drops a sort
     // that no operator above it requires.

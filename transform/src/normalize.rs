@@ -403,9 +403,12 @@ impl<'a> Normalizer<'a> {
             .iter()
             .map(|m| self.directions.direction(m).map(|d| d.as_str()))
             .collect();
+        // Format 2 writes a row per table row: its first column stands for it.
+        let side_by_side = self.format == Format::Two;
         let mut order: Vec<(u32, u32, u32, Option<i64>, usize)> = rows
             .iter()
             .enumerate()
+            .filter(|(_, r)| !side_by_side || r.column == 0)
             .map(|(i, r)| {
                 (
                     partition[r.test],
@@ -418,24 +421,19 @@ impl<'a> Normalizer<'a> {
             .collect();
         // The index last makes every key distinct: unstable sorting keeps arrival order.
         order.sort_unstable();
-        if self.format == Format::Two {
-            // One entry per table row, its first column's: a table row's columns share every
-            // key, so they sit together; so do a report's rows of one metric in its tests of one
-            // testcase, machine and params, the ones `comparisons` groups.
-            let firsts: Vec<_> = order
-                .iter()
-                .filter(|&&(.., i)| rows[i].column == 0)
-                .collect();
+        if side_by_side {
+            // A report's table rows of one metric in its tests of one testcase, machine and
+            // params, the ones `comparisons` groups, share every key: they sit together.
             let same_group = |a: usize, b: usize| {
-                let ((p, m, q, t, i), (p2, m2, q2, t2, j)) = (firsts[a], firsts[b]);
+                let ((p, m, q, t, i), (p2, m2, q2, t2, j)) = (order[a], order[b]);
                 (p, m, q, t) == (p2, m2, q2, t2)
-                    && std::ptr::eq(tests[rows[*i].test].report, tests[rows[*j].test].report)
+                    && std::ptr::eq(tests[rows[i].test].report, tests[rows[j].test].report)
             };
             let grouped = |k: usize| {
-                (k > 0 && same_group(k - 1, k)) || (k + 1 < firsts.len() && same_group(k, k + 1))
+                (k > 0 && same_group(k - 1, k)) || (k + 1 < order.len() && same_group(k, k + 1))
             };
-            let table_rows = (0..firsts.len()).map(|k| {
-                let r = rows[firsts[k].4];
+            let table_rows = (0..order.len()).map(|k| {
+                let r = rows[order[k].4];
                 (r, directions[metric[r.row] as usize], grouped(k))
             });
             return side_by_side::batch(&tests, table_rows);
