@@ -2,7 +2,7 @@
 //! read. Format 2 keeps each value as its printed decimal (`lkplake_schemas::decimal`), or as
 //! the float when it has no short one; the views that give back format 1's columns call this.
 
-use arrow::array::{Array, ArrayRef, AsArray, Float64Array};
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int8Array, Int64Array};
 use arrow::datatypes::{DataType, Float64Type, Int8Type, Int64Type};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::{ColumnarValue, ScalarUDF, Volatility, create_udf};
@@ -30,12 +30,28 @@ fn value(args: &[ColumnarValue]) -> Result<ColumnarValue, DataFusionError> {
             "{NAME} takes a mantissa, a scale and a float"
         )));
     };
-    let (mantissa, scale) = (
+    let values = values(
         mantissa.as_primitive::<Int64Type>(),
         scale.as_primitive::<Int8Type>(),
+        float.as_primitive::<Float64Type>(),
     );
-    let float = float.as_primitive::<Float64Type>();
-    let values: Float64Array = (0..mantissa.len())
+    let values: ArrayRef = Arc::new(values);
+    // A call on scalars alone answers a scalar.
+    if args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
+        return Ok(ColumnarValue::Scalar(
+            datafusion::common::ScalarValue::try_from_array(&values, 0)?,
+        ));
+    }
+    Ok(ColumnarValue::Array(values))
+}
+
+/// Each row's value: its decimal where it has a mantissa and a scale, else its float.
+pub(crate) fn values(
+    mantissa: &Int64Array,
+    scale: &Int8Array,
+    float: &Float64Array,
+) -> Float64Array {
+    (0..mantissa.len())
         .map(|i| {
             if mantissa.is_valid(i) && scale.is_valid(i) {
                 Some(
@@ -49,15 +65,7 @@ fn value(args: &[ColumnarValue]) -> Result<ColumnarValue, DataFusionError> {
                 float.is_valid(i).then(|| float.value(i))
             }
         })
-        .collect();
-    let values: ArrayRef = Arc::new(values);
-    // A call on scalars alone answers a scalar.
-    if args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
-        return Ok(ColumnarValue::Scalar(
-            datafusion::common::ScalarValue::try_from_array(&values, 0)?,
-        ));
-    }
-    Ok(ColumnarValue::Array(values))
+        .collect()
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use crate::error::QueryError;
 use crate::executor::DedicatedExecutor;
 use crate::materialized::Materialized;
 use crate::policy;
+use crate::unpivot::Unpivot;
 use async_trait::async_trait;
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::dataframe::DataFrame;
@@ -35,14 +36,15 @@ pub const VIEWS_SQL: &str = include_str!("views.sql");
 /// The views' names, in the order [`VIEWS_SQL`] defines them.
 pub const VIEWS: [&str; 3] = ["comparisons", "series", "headlines"];
 
-/// The views that give back format 1's `metrics` and `comparisons` over a lake in format 2,
-/// as SQL; installed before [`VIEWS_SQL`], whose own `comparisons` they replace.
+/// The view that gives back format 1's `comparisons` over a lake in format 2, as SQL; installed
+/// before [`VIEWS_SQL`], whose own `comparisons` it replaces.
 pub const OBSERVATION_VIEWS_SQL: &str = include_str!("observations.sql");
 
 /// The views' names, in the order [`OBSERVATION_VIEWS_SQL`] defines them.
-pub const OBSERVATION_VIEWS: [&str; 2] = ["metrics", "comparisons"];
+pub const OBSERVATION_VIEWS: [&str; 1] = ["comparisons"];
 
-/// The name a format-2 lake's `metrics` table is served under: `metrics` is the view of it.
+/// The name a format-2 lake's `metrics` table is served under: `metrics` is format 1's rows of
+/// it ([`crate::unpivot::Unpivot`]).
 pub const OBSERVATIONS: &str = "observations";
 
 /// The views over `failures` and `mentions`, as SQL; installed once the lake has both.
@@ -130,6 +132,7 @@ impl Engine {
         let state = state.build();
         let ctx = SessionContext::new_with_state(state);
         ctx.register_udf(crate::decimal::udf());
+        ctx.register_udf(crate::date_trunc::udf());
         let schema = Arc::new(LakeSchema::default());
         let catalog = ctx
             .catalog(CATALOG)
@@ -226,6 +229,7 @@ impl Engine {
         // A session of its own: the served one has pg_catalog and client settings layered on.
         let scratch = SessionContext::new_with_config(session_config(&self.config));
         scratch.register_udf(crate::decimal::udf());
+        scratch.register_udf(crate::date_trunc::udf());
         let mut entries = BTreeMap::new();
         for (name, provider) in providers {
             let name = match name {
@@ -235,6 +239,11 @@ impl Engine {
             };
             let provider = crate::limit::HonorLimit::wrap(provider);
             scratch.register_table(name, Arc::clone(&provider))?;
+            if name == OBSERVATIONS {
+                let metrics = Unpivot::over(Arc::clone(&provider))?;
+                scratch.register_table(METRICS_TABLE, Arc::clone(&metrics))?;
+                entries.insert(METRICS_TABLE.to_owned(), metrics);
+            }
             entries.insert(name.to_owned(), provider);
         }
         let mut views: Vec<(&str, &[&str])> = Vec::new();

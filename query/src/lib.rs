@@ -12,6 +12,7 @@
 
 pub mod columns;
 pub mod damaged;
+pub mod date_trunc;
 pub mod decimal;
 pub mod engine;
 pub mod error;
@@ -20,6 +21,7 @@ pub mod format;
 pub mod limit;
 pub mod materialized;
 pub mod policy;
+pub mod unpivot;
 
 pub use engine::{Engine, EngineConfig};
 pub use error::QueryError;
