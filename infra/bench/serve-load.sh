@@ -3,15 +3,17 @@
 # (default 32) run a dashboard-like mix of queries for S seconds (default 30) against the lake
 # that infra/bench/query.sh built; prints throughput, latency, errors and the server's peak RSS.
 # Usage: infra/bench/serve-load.sh [CLIENTS] [SECONDS]
+# LKPLAKE_BENCH_BIN runs a given binary instead of building this checkout's (to compare two builds
+# side by side in one session).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 clients=${1:-32}
 seconds=${2:-30}
 work=${LKPLAKE_BENCH_DIR:-/tmp/lkplake-query-bench}
 [ -d "$work/lake/metrics/_delta_log" ] || { echo "no lake in $work: run infra/bench/query.sh first" >&2; exit 1; }
-cargo build --release --locked --quiet
+bin=${LKPLAKE_BENCH_BIN:-}
+if [ -z "$bin" ]; then cargo build --release --locked --quiet; bin=target/release/lkplake; fi
 ./infra/clients.sh
-bin=target/release/lkplake
 port=${LKPLAKE_BENCH_PG_PORT:-15433}
 export PGPASSWORD=bench-load
 $bin serve --lake "$work/lake" --pg "127.0.0.1:$port" --password "$PGPASSWORD" --memory-limit 2G \

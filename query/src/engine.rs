@@ -248,6 +248,8 @@ impl Engine {
         }
         let mut views: Vec<(&str, &[&str])> = Vec::new();
         if format == Format::Two {
+            let grouped = crate::grouped::probe(&scratch, OBSERVATIONS).await;
+            scratch.register_udf(crate::grouped::udf(grouped));
             views.push((OBSERVATION_VIEWS_SQL, &OBSERVATION_VIEWS));
         }
         views.push((VIEWS_SQL, &VIEWS));

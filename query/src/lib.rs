@@ -18,6 +18,7 @@ pub mod engine;
 pub mod error;
 pub mod executor;
 pub mod format;
+pub mod grouped;
 pub mod limit;
 pub mod materialized;
 pub mod policy;

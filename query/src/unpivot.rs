@@ -461,7 +461,7 @@ fn value(mask: &BooleanArray, [mantissa, scale, float]: [&ArrayRef; 3]) -> Resul
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use crate::{Engine, EngineConfig};
     use arrow::array::RecordBatch;
     use arrow::util::pretty::pretty_format_batches;
@@ -472,7 +472,7 @@ mod tests {
     /// Rows of the uptime.boot table of `<Zp8mqTnJN7VJZ/C/@xsang-OptiPlex-9020>` (base 76.42,
     /// a middle column 87.99 ±3% +15.1%, head 77.31 ±3% +1.2%), and a row of another testcase
     /// whose base value has no short decimal and so is kept as its float.
-    const ROWS: &str = r#"
+    pub(crate) const ROWS: &str = r#"
         {"time": "2024-03-01T00:00:00Z", "testcase": "boot", "machine": "m1", "params": "",
          "metric": "uptime.boot", "program": "boot", "report_key": "k1",
          "base_commit": "94b7e5bf09", "commit": "981204d280", "role": "head",
@@ -507,13 +507,18 @@ mod tests {
         FROM observations WHERE role IS NOT NULL";
 
     async fn engine() -> (tempfile::TempDir, Engine) {
+        engine_over(ROWS).await
+    }
+
+    /// An engine over a format-2 lake of `rows` (JSON lines of `observations`).
+    pub(crate) async fn engine_over(rows: &str) -> (tempfile::TempDir, Engine) {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let url = LakeUrl::local(dir.path()).unwrap_or_else(|e| panic!("{e}"));
         let mut lake = Lake::open_in(&url, Format::Two)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let metrics = arrow::json::ReaderBuilder::new(Arc::clone(&OBSERVATIONS))
-            .build(ROWS.as_bytes())
+            .build(rows.as_bytes())
             .and_then(|mut reader| reader.next().transpose())
             .unwrap_or_else(|e| panic!("{e}"))
             .unwrap_or_else(|| panic!("no batch"));
@@ -537,7 +542,7 @@ mod tests {
         (dir, engine)
     }
 
-    async fn rows(engine: &Engine, sql: &str) -> String {
+    pub(crate) async fn rows(engine: &Engine, sql: &str) -> String {
         let frame = engine
             .context()
             .sql(sql)
