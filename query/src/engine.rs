@@ -227,7 +227,14 @@ impl Engine {
             }
         }
         // A session of its own: the served one has pg_catalog and client settings layered on.
-        let scratch = SessionContext::new_with_config(session_config(&self.config));
+        // It shares the served runtime: the grouped-rows probe reads the footer of every
+        // `observations` file at each install, and the runtime's metadata cache keeps the
+        // footers of the files an earlier version already had (a request each on S3); the probe
+        // counts in the memory limit like any query.
+        let scratch = SessionContext::new_with_config_rt(
+            session_config(&self.config),
+            self.ctx.runtime_env(),
+        );
         scratch.register_udf(crate::decimal::udf());
         scratch.register_udf(crate::date_trunc::udf());
         let mut entries = BTreeMap::new();

@@ -123,6 +123,14 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_probe_leaves_the_footers_it_read_in_the_served_runtimes_cache() {
+        // ROWS are two partitions: a file each, both opened by the probe, which finds nothing.
+        let (_dir, engine) = engine_over(ROWS).await;
+        let runtime = engine.context().runtime_env();
+        assert_eq!(runtime.cache_manager.get_file_metadata_cache().len(), 2);
+    }
+
+    #[tokio::test]
     async fn a_version_with_grouped_rows_groups_them_as_format_1_does() {
         let (_dir, engine) = engine_over(&format!("{ROWS}{GROUPED}")).await;
         let plan = rows(&engine, &format!("EXPLAIN {COMPARISONS}")).await;
