@@ -227,14 +227,7 @@ impl Engine {
             }
         }
         // A session of its own: the served one has pg_catalog and client settings layered on.
-        // It shares the served runtime: the grouped-rows probe reads the footer of every
-        // `observations` file at each install, and the runtime's metadata cache keeps the
-        // footers of the files an earlier version already had (a request each on S3); the probe
-        // counts in the memory limit like any query.
-        let scratch = SessionContext::new_with_config_rt(
-            session_config(&self.config),
-            self.ctx.runtime_env(),
-        );
+        let scratch = SessionContext::new_with_config(session_config(&self.config));
         scratch.register_udf(crate::decimal::udf());
         scratch.register_udf(crate::date_trunc::udf());
         let mut entries = BTreeMap::new();
@@ -255,7 +248,7 @@ impl Engine {
         }
         let mut views: Vec<(&str, &[&str])> = Vec::new();
         if format == Format::Two {
-            let grouped = crate::grouped::probe(&scratch, OBSERVATIONS).await;
+            let grouped = crate::grouped::probe(&scratch, &self.ctx).await;
             scratch.register_udf(crate::grouped::udf(grouped));
             views.push((OBSERVATION_VIEWS_SQL, &OBSERVATION_VIEWS));
         }
