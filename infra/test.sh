@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
+# Free space where the build and the tests write, for the log: a CI run once failed on a disk
+# that was nearly full (tests/cli/prometheus.rs, BlocksDir).
+df -h . "${TMPDIR:-/tmp}" /dev/shm >&2 || true
 
 if ! cargo nextest --version >/dev/null 2>&1; then
     cargo install cargo-nextest --locked
