@@ -74,8 +74,13 @@ pub fn unique(name: &str) -> String {
 }
 
 pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(unique(&format!("lkplake-{name}")));
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    temp_dir_in(&std::env::temp_dir(), name)
+}
+
+/// A new folder of its own under `base`, named like `temp_dir`'s.
+pub fn temp_dir_in(base: &Path, name: &str) -> PathBuf {
+    let dir = base.join(unique(&format!("lkplake-{name}")));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     dir
 }
 

@@ -6,7 +6,7 @@
 
 use crate::common::{
     Server, free_port, generate, http_get, lkplake, root, run_into, seed_lake, sql_json, temp_dir,
-    unique,
+    temp_dir_in,
 };
 use serde_json::Value;
 use std::io::Write;
@@ -178,18 +178,17 @@ impl Prometheus {
 /// disk's free space.
 struct BlocksDir(PathBuf);
 
-const RAM_DIR: &str = "/dev/shm";
-
 impl BlocksDir {
+    const RAM: &'static str = "/dev/shm";
+
     fn new() -> Self {
-        let base = if available_bytes(Path::new(RAM_DIR)).is_some_and(|b| b >= 1 << 30) {
-            PathBuf::from(RAM_DIR)
+        let ram = Path::new(Self::RAM);
+        let base = if available_bytes(ram).is_some_and(|b| b >= 1 << 30) {
+            ram.to_path_buf()
         } else {
             std::env::temp_dir()
         };
-        let dir = base.join(unique("lkplake-tsdb"));
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        Self(dir)
+        Self(temp_dir_in(&base, "tsdb"))
     }
 }
 
