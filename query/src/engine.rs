@@ -74,10 +74,10 @@ pub struct EngineConfig {
     /// the caller's runtime instead, as lkplake did before it had an executor: only for
     /// comparing the two (`infra/bench/scrape-under-load.sh`).
     pub query_threads: Option<usize>,
-    /// Keeps the views every dashboard refresh reads ([`crate::materialized`]) per lake
-    /// version: for a server, whose clients ask the same again and again. A one-shot command
-    /// leaves it off, as the first scan computes the whole view where a query's filters would
-    /// have read a part of the lake.
+    /// Keeps the views every dashboard refresh reads, and the `reports` table
+    /// ([`crate::materialized`]), per lake version: for a server, whose clients ask the same
+    /// again and again. A one-shot command leaves it off, as the first scan computes the whole
+    /// view where a query's filters would have read a part of the lake.
     pub keep_views: bool,
 }
 
@@ -230,6 +230,9 @@ impl Engine {
         let scratch = SessionContext::new_with_config(session_config(&self.config));
         scratch.register_udf(crate::decimal::udf());
         scratch.register_udf(crate::date_trunc::udf());
+        // The serving session the kept tables and views compute in, copied once per install.
+        let serving = self.config.keep_views.then(|| Arc::new(self.ctx.state()));
+        let mut kept = Vec::new();
         let mut entries = BTreeMap::new();
         for (name, provider) in providers {
             let name = match name {
@@ -237,7 +240,15 @@ impl Engine {
                 METRICS_TABLE if format == Format::Two => OBSERVATIONS,
                 name => name,
             };
-            let provider = crate::limit::HonorLimit::wrap(provider);
+            let mut provider = crate::limit::HonorLimit::wrap(provider);
+            if let Some(serving) = &serving
+                && crate::materialized::KEPT_TABLES.contains(&name)
+            {
+                // Kept before the views are planned over it, so they read its kept rows too.
+                let materialized = Materialized::wrap(name, provider, Arc::clone(serving));
+                provider = Arc::clone(&materialized) as Arc<dyn TableProvider>;
+                kept.push(materialized);
+            }
             scratch.register_table(name, Arc::clone(&provider))?;
             if name == OBSERVATIONS {
                 let metrics = Unpivot::over(Arc::clone(&provider))?;
@@ -276,9 +287,6 @@ impl Engine {
                 }
             }
         }
-        let mut kept = Vec::new();
-        // The serving session the kept views compute in, copied once per install.
-        let mut serving = None;
         for (statement, view) in statements {
             let fail = |source: DataFusionError| QueryError::View {
                 view: view.to_owned(),
@@ -288,9 +296,10 @@ impl Engine {
             let plan = state.statement_to_plan(statement).await.map_err(fail)?;
             scratch.execute_logical_plan(plan).await.map_err(fail)?;
             let mut provider = scratch.table_provider(view).await.map_err(fail)?;
-            if self.config.keep_views && crate::materialized::MATERIALIZED_VIEWS.contains(&view) {
+            if let Some(serving) = &serving
+                && crate::materialized::MATERIALIZED_VIEWS.contains(&view)
+            {
                 // Registered again, so the views planned after it read the kept rows too.
-                let serving = serving.get_or_insert_with(|| Arc::new(self.ctx.state()));
                 let materialized = Materialized::wrap(view, provider, Arc::clone(serving));
                 provider = Arc::clone(&materialized) as Arc<dyn TableProvider>;
                 kept.push(materialized);
@@ -370,7 +379,9 @@ mod tests {
     use arrow::array::{AsArray, RecordBatch};
     use arrow::datatypes::Int64Type;
     use lkplake_lake::{Batches, Lake};
-    use lkplake_schemas::tables::{FAILURES, LINKS, MENTIONS, METRICS, METRICS_TABLE, REPORTS};
+    use lkplake_schemas::tables::{
+        FAILURES, LINKS, MENTIONS, METRICS, METRICS_TABLE, REPORTS, REPORTS_TABLE,
+    };
 
     /// One `metrics` row and nothing else.
     fn one_metric_row() -> Batches {
@@ -486,6 +497,161 @@ mod tests {
         .map(|(view, column)| (view, column.to_owned(), utf8.clone()))
         .collect();
         assert_eq!(lists, expected);
+    }
+
+    /// `reports` rows: two of vm-scalability on one machine (a day apart) and one of stress-ng
+    /// on another, each of its own report.
+    fn three_reports() -> Batches {
+        let rows = [
+            (
+                "a",
+                "2024-01-01T08:00:00Z",
+                "vm-scalability",
+                "lkp-icl-2sp2",
+            ),
+            (
+                "b",
+                "2024-01-02T08:00:00Z",
+                "vm-scalability",
+                "lkp-icl-2sp2",
+            ),
+            ("c", "2024-01-02T09:00:00Z", "stress-ng", "lkp-csl-2sp7"),
+        ];
+        let json: String = rows
+            .iter()
+            .map(|(key, date, testcase, machine)| {
+                format!(
+                    r#"{{"report_key": "{key}", "test_index": 0, "date": "{date}",
+                    "commit": "9c167c0450c9a958", "base_commit": "1b2c3d4e5f607182",
+                    "testcase": "{testcase}", "machine": "{machine}", "params": "",
+                    "rows": 1, "quoted": false, "source": "seed"}}"#
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let reports = arrow::json::ReaderBuilder::new(Arc::clone(&REPORTS))
+            .build(json.as_bytes())
+            .and_then(|mut reader| reader.next().transpose())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("no batch"));
+        Batches {
+            metrics: RecordBatch::new_empty(Arc::clone(&METRICS)),
+            failures: RecordBatch::new_empty(Arc::clone(&FAILURES)),
+            mentions: RecordBatch::new_empty(Arc::clone(&MENTIONS)),
+            links: RecordBatch::new_empty(Arc::clone(&LINKS)),
+            reports,
+        }
+    }
+
+    async fn pretty(engine: &Engine, sql: &str) -> String {
+        let batches = engine
+            .sql(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .collect()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        arrow::util::pretty::pretty_format_batches(&batches)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .to_string()
+    }
+
+    async fn reports_per_testcase(engine: &Engine) -> Vec<String> {
+        let sql = "SELECT testcase, count(*) AS n FROM reports \
+                   WHERE date >= '2024-01-02T00:00:00Z' GROUP BY testcase ORDER BY testcase";
+        pretty(engine, sql)
+            .await
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn is_kept(engine: &Engine, name: &str) -> bool {
+        let current = engine.schema.current();
+        current
+            .entries
+            .get(name)
+            .and_then(|provider| provider.downcast_ref::<Materialized>())
+            .is_some_and(Materialized::is_kept)
+    }
+
+    #[tokio::test]
+    async fn a_server_keeps_the_reports_of_a_version_in_memory_and_they_answer_as_its_files() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let url = LakeUrl::local(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let mut lake = Lake::open(&url).await.unwrap_or_else(|e| panic!("{e}"));
+        lake.commit(three_reports(), &[])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let config = EngineConfig {
+            keep_views: true,
+            ..EngineConfig::default()
+        };
+        let engine = Engine::open(&url, &config)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Until the rows are kept, a filter on a partition column still picks the files read.
+        let plan = pretty(
+            &engine,
+            "EXPLAIN SELECT report_key FROM reports WHERE testcase = 'stress-ng'",
+        )
+        .await;
+        assert!(plan.contains("testcase=stress-ng/"), "{plan}");
+        assert!(!plan.contains("testcase=vm-scalability/"), "{plan}");
+        // Reports b and c are dated 2024-01-02.
+        let expected = [
+            "+----------------+---+",
+            "| testcase       | n |",
+            "+----------------+---+",
+            "| stress-ng      | 1 |",
+            "| vm-scalability | 1 |",
+            "+----------------+---+",
+        ];
+        // The second query asks for the table a second time: it starts keeping it.
+        assert_eq!(reports_per_testcase(&engine).await, expected);
+        for _ in 0..500 {
+            if is_kept(&engine, REPORTS_TABLE) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(
+            is_kept(&engine, REPORTS_TABLE),
+            "kept after the second query"
+        );
+
+        // With the table's files gone, only the kept rows can answer.
+        let mut removed = 0;
+        for entry in files_under(&dir.path().join(REPORTS_TABLE)).await {
+            let in_log = entry.components().any(|c| c.as_os_str() == "_delta_log");
+            if !in_log && entry.extension().is_some_and(|e| e == "parquet") {
+                tokio::fs::remove_file(&entry)
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}"));
+                removed += 1;
+            }
+        }
+        assert_eq!(removed, 2, "one file per (testcase, machine) partition");
+        assert_eq!(reports_per_testcase(&engine).await, expected);
+    }
+
+    /// Every file under `dir`, recursively.
+    async fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let (mut files, mut dirs) = (Vec::new(), vec![dir.to_path_buf()]);
+        while let Some(dir) = dirs.pop() {
+            let mut entries = tokio::fs::read_dir(&dir)
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+            while let Some(entry) = entries.next_entry().await.unwrap_or_else(|e| panic!("{e}")) {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else {
+                    files.push(path);
+                }
+            }
+        }
+        files
     }
 
     fn view_names(sql: &str) -> Result<Vec<String>, DataFusionError> {

@@ -1,4 +1,5 @@
-//! Views computed once per published lake version instead of once per query.
+//! Views, and the small `reports` table, computed once per published lake version instead of
+//! once per query.
 //!
 //! Every dashboard refresh asks for `headlines` (a grouping of every headline row of
 //! `metrics`) and for `regressions` (built over `headlines`, `mentions` and `links`); each
@@ -19,11 +20,12 @@ use async_trait::async_trait;
 use datafusion::arrow::array::{ArrayData, RecordBatch};
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::Statistics;
 use datafusion::datasource::MemTable;
 use datafusion::error::Result;
 use datafusion::execution::SessionState;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryReservation};
-use datafusion::logical_expr::{Expr, LogicalPlan, TableType};
+use datafusion::logical_expr::{Expr, LogicalPlan, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::{ExecutionPlan, execute_stream};
 use futures::StreamExt;
 use std::borrow::Cow;
@@ -37,21 +39,26 @@ use tokio_util::task::AbortOnDropHandle;
 /// `metrics` has rows per two.)
 pub const MATERIALIZED_VIEWS: [&str; 3] = ["headlines", "discussion", "regressions"];
 
-/// The most memory one view's rows may take (Arrow buffers) to be kept.
+/// The tables kept per lake version, as the views are: `reports`, one row per report test,
+/// which every dashboard reads on every refresh (its variables' `DISTINCT` lists, per-day report
+/// counts, the series explorer's join) and which a scan reads from every partition's files.
+pub const KEPT_TABLES: [&str; 1] = ["reports"];
+
+/// The most memory one view's or table's rows may take (Arrow buffers) to be kept.
 pub const MAX_BYTES: usize = 256 << 20;
 
-/// A view's rows, and their place in the engine's memory pool.
+/// A view's or table's rows, and their place in the engine's memory pool.
 #[derive(Debug)]
 struct Kept {
     rows: Arc<MemTable>,
     _memory: MemoryReservation,
 }
 
-/// A view whose rows are computed once, in the background, for the lake version it was
-/// installed for.
+/// A view or table whose rows are computed once, in the background, for the lake version it
+/// was installed for.
 #[derive(Debug)]
 pub struct Materialized {
-    /// The view's name, for the log.
+    /// The view's or table's name, for the log.
     name: &'static str,
     view: Arc<dyn TableProvider>,
     /// The serving session: its plans run on the query threads, within its memory limit.
@@ -61,7 +68,7 @@ pub struct Materialized {
     /// The computation, stopped when the version it is for is replaced.
     computing: Mutex<Option<AbortOnDropHandle<()>>>,
     armed: AtomicBool,
-    /// Queries that asked for the view since it was armed.
+    /// Queries that asked for the view or table since it was armed.
     asked: AtomicUsize,
 }
 
@@ -83,10 +90,16 @@ impl Materialized {
         })
     }
 
-    /// From now on, queries count: the engine arms its kept views once it has published the
+    /// From now on, queries count: the engine arms what it keeps once it has published the
     /// version they belong to (planning the views built over this one asks for it too).
     pub fn arm(&self) {
         self.armed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether queries read the kept rows now.
+    #[cfg(test)]
+    pub(crate) fn is_kept(&self) -> bool {
+        self.rows().is_some()
     }
 
     fn rows(&self) -> Option<&Arc<MemTable>> {
@@ -111,7 +124,7 @@ impl Materialized {
         );
         *computing = Some(AbortOnDropHandle::new(runtime.spawn(async move {
             let rows = compute(name, view, &state).await.unwrap_or_else(|error| {
-                tracing::warn!(view = name, %error, "a view's rows could not be kept: it is computed per query");
+                tracing::warn!(%name, %error, "rows could not be kept: read as before, per query");
                 None
             });
             let _ = kept.set(rows);
@@ -126,7 +139,7 @@ async fn compute(
     state: &SessionState,
 ) -> Result<Option<Kept>> {
     let plan = view.scan(state, None, &[], None).await?;
-    let memory = MemoryConsumer::new("kept view").register(&state.runtime_env().memory_pool);
+    let memory = MemoryConsumer::new("kept rows").register(&state.runtime_env().memory_pool);
     let mut stream = execute_stream(plan, state.task_ctx())?;
     let mut batches = Vec::new();
     let mut held = HashSet::new();
@@ -135,16 +148,16 @@ async fn compute(
         let bytes = new_bytes(&batch, &mut held);
         if memory.size() + bytes > MAX_BYTES || memory.try_grow(bytes).is_err() {
             tracing::warn!(
-                view = name,
+                %name,
                 limit = MAX_BYTES,
-                "a view's rows take more memory than may be kept: it is computed per query"
+                "rows take more memory than may be kept: read as before, per query"
             );
             return Ok(None);
         }
         batches.push(batch);
     }
     let rows = MemTable::try_new(view.schema(), vec![batches])?;
-    tracing::info!(view = name, bytes = memory.size(), "a view's rows are kept");
+    tracing::info!(%name, bytes = memory.size(), "rows kept for this lake version");
     Ok(Some(Kept {
         rows: Arc::new(rows),
         _memory: memory,
@@ -183,7 +196,7 @@ impl TableProvider for Materialized {
         self.view.schema()
     }
 
-    /// Still a view to clients (`information_schema`, psql's `\dv`).
+    /// What it wraps, to clients (`information_schema`, psql's `\dv` and `\dt`).
     fn table_type(&self) -> TableType {
         self.view.table_type()
     }
@@ -193,9 +206,11 @@ impl TableProvider for Materialized {
     }
 
     /// The view's definition, inlined into the query by the planner, until the rows are kept;
-    /// then none, and the query scans the kept rows. The second query of an armed view starts
-    /// the computation: a version replaced before it is asked twice (a lake being written
-    /// while one dashboard polls it) is never computed twice over.
+    /// then none, and the query scans the kept rows. A table has none either way; the planner
+    /// asks all the same for every scan it builds, which is what counts a table's queries. The
+    /// second query of an armed view or table starts the computation: a version replaced before
+    /// it is asked twice (a lake being written while one dashboard polls it) is never computed
+    /// twice over.
     fn get_logical_plan(&self) -> Option<Cow<'_, LogicalPlan>> {
         if self.rows().is_some() {
             return None;
@@ -204,6 +219,28 @@ impl TableProvider for Materialized {
             self.start();
         }
         self.view.get_logical_plan()
+    }
+
+    /// The wrapped table's answer, never `Exact`: the filters a table takes prune its files
+    /// while the rows are not kept, and the kept rows, which take none, may be read by the time
+    /// the plan scans, so every filter stays above the scan too.
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(self
+            .view
+            .supports_filters_pushdown(filters)?
+            .into_iter()
+            .map(|pushdown| match pushdown {
+                TableProviderFilterPushDown::Exact => TableProviderFilterPushDown::Inexact,
+                other => other,
+            })
+            .collect())
+    }
+
+    fn statistics(&self) -> Option<Statistics> {
+        self.view.statistics()
     }
 
     async fn scan(
