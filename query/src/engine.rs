@@ -5,7 +5,7 @@
 use crate::damaged::DamagedTable;
 use crate::error::QueryError;
 use crate::executor::DedicatedExecutor;
-use crate::materialized::Materialized;
+use crate::materialized::Keeper;
 use crate::policy;
 use crate::unpivot::Unpivot;
 use async_trait::async_trait;
@@ -231,8 +231,7 @@ impl Engine {
         scratch.register_udf(crate::decimal::udf());
         scratch.register_udf(crate::date_trunc::udf());
         // The serving session the kept tables and views compute in, copied once per install.
-        let serving = self.config.keep_views.then(|| Arc::new(self.ctx.state()));
-        let mut kept = Vec::new();
+        let mut keeper = Keeper::new(self.config.keep_views.then(|| self.ctx.state()));
         let mut entries = BTreeMap::new();
         for (name, provider) in providers {
             let name = match name {
@@ -240,15 +239,9 @@ impl Engine {
                 METRICS_TABLE if format == Format::Two => OBSERVATIONS,
                 name => name,
             };
-            let mut provider = crate::limit::HonorLimit::wrap(provider);
-            if let Some(serving) = &serving
-                && crate::materialized::KEPT_TABLES.contains(&name)
-            {
-                // Kept before the views are planned over it, so they read its kept rows too.
-                let materialized = Materialized::wrap(name, provider, Arc::clone(serving));
-                provider = Arc::clone(&materialized) as Arc<dyn TableProvider>;
-                kept.push(materialized);
-            }
+            let provider = crate::limit::HonorLimit::wrap(provider);
+            // Kept before the views are planned over it, so they read its kept rows too.
+            let provider = keeper.wrap(name, &provider).unwrap_or(provider);
             scratch.register_table(name, Arc::clone(&provider))?;
             if name == OBSERVATIONS {
                 let metrics = Unpivot::over(Arc::clone(&provider))?;
@@ -296,13 +289,9 @@ impl Engine {
             let plan = state.statement_to_plan(statement).await.map_err(fail)?;
             scratch.execute_logical_plan(plan).await.map_err(fail)?;
             let mut provider = scratch.table_provider(view).await.map_err(fail)?;
-            if let Some(serving) = &serving
-                && crate::materialized::MATERIALIZED_VIEWS.contains(&view)
-            {
+            if let Some(kept) = keeper.wrap(view, &provider) {
                 // Registered again, so the views planned after it read the kept rows too.
-                let materialized = Materialized::wrap(view, provider, Arc::clone(serving));
-                provider = Arc::clone(&materialized) as Arc<dyn TableProvider>;
-                kept.push(materialized);
+                provider = kept;
                 scratch.deregister_table(view).map_err(fail)?;
                 scratch
                     .register_table(view, Arc::clone(&provider))
@@ -311,9 +300,7 @@ impl Engine {
             entries.insert(view.to_owned(), provider);
         }
         self.schema.publish(Published { entries, health });
-        for view in kept {
-            view.arm();
-        }
+        keeper.arm();
         Ok(())
     }
 }
@@ -376,6 +363,7 @@ impl SchemaProvider for LakeSchema {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::materialized::Materialized;
     use arrow::array::{AsArray, RecordBatch};
     use arrow::datatypes::Int64Type;
     use lkplake_lake::{Batches, Lake};
@@ -622,36 +610,26 @@ mod tests {
 
         // With the table's files gone, only the kept rows can answer.
         let mut removed = 0;
-        for entry in files_under(&dir.path().join(REPORTS_TABLE)).await {
-            let in_log = entry.components().any(|c| c.as_os_str() == "_delta_log");
-            if !in_log && entry.extension().is_some_and(|e| e == "parquet") {
-                tokio::fs::remove_file(&entry)
-                    .await
-                    .unwrap_or_else(|e| panic!("{e}"));
-                removed += 1;
+        let partitions = [
+            "testcase=vm-scalability/machine=lkp-icl-2sp2",
+            "testcase=stress-ng/machine=lkp-csl-2sp7",
+        ];
+        for partition in partitions {
+            let folder = dir.path().join(REPORTS_TABLE).join(partition);
+            let mut entries = tokio::fs::read_dir(&folder)
+                .await
+                .unwrap_or_else(|e| panic!("{}: {e}", folder.display()));
+            while let Some(entry) = entries.next_entry().await.unwrap_or_else(|e| panic!("{e}")) {
+                if entry.path().extension().is_some_and(|e| e == "parquet") {
+                    tokio::fs::remove_file(entry.path())
+                        .await
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    removed += 1;
+                }
             }
         }
         assert_eq!(removed, 2, "one file per (testcase, machine) partition");
         assert_eq!(reports_per_testcase(&engine).await, expected);
-    }
-
-    /// Every file under `dir`, recursively.
-    async fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-        let (mut files, mut dirs) = (Vec::new(), vec![dir.to_path_buf()]);
-        while let Some(dir) = dirs.pop() {
-            let mut entries = tokio::fs::read_dir(&dir)
-                .await
-                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-            while let Some(entry) = entries.next_entry().await.unwrap_or_else(|e| panic!("{e}")) {
-                let path = entry.path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else {
-                    files.push(path);
-                }
-            }
-        }
-        files
     }
 
     fn view_names(sql: &str) -> Result<Vec<String>, DataFusionError> {

@@ -132,6 +132,45 @@ impl Materialized {
     }
 }
 
+/// What one install of a lake version keeps: the tables of [`KEPT_TABLES`] and the views of
+/// [`MATERIALIZED_VIEWS`], each computed in the serving session, all armed at once when the
+/// version is published. An engine that keeps nothing (`serving` is `None`) wraps nothing.
+pub(crate) struct Keeper {
+    serving: Option<Arc<SessionState>>,
+    kept: Vec<Arc<Materialized>>,
+}
+
+impl Keeper {
+    pub(crate) fn new(serving: Option<SessionState>) -> Self {
+        Self {
+            serving: serving.map(Arc::new),
+            kept: Vec::new(),
+        }
+    }
+
+    /// `provider` wrapped to be kept, when `name` is one of the kept tables or views.
+    pub(crate) fn wrap(
+        &mut self,
+        name: &'static str,
+        provider: &Arc<dyn TableProvider>,
+    ) -> Option<Arc<dyn TableProvider>> {
+        let serving = self.serving.as_ref()?;
+        if !KEPT_TABLES.contains(&name) && !MATERIALIZED_VIEWS.contains(&name) {
+            return None;
+        }
+        let materialized = Materialized::wrap(name, Arc::clone(provider), Arc::clone(serving));
+        self.kept.push(Arc::clone(&materialized));
+        Some(materialized)
+    }
+
+    /// Arms everything wrapped, once the version it belongs to is published.
+    pub(crate) fn arm(self) {
+        for materialized in self.kept {
+            materialized.arm();
+        }
+    }
+}
+
 /// Every row of `view`, unless they take more than [`MAX_BYTES`] or the memory pool's room.
 async fn compute(
     name: &str,
