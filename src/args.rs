@@ -59,7 +59,7 @@ impl DirectionsArg {
 /// `--lake-format`: the commands that run a transformer, which creates a lake that is missing.
 #[derive(Debug, Args, Clone)]
 pub struct LakeFormatArg {
-    /// The format of a lake this command creates, 1 or 2 (docs/CLI.md, "Lake format"); a lake
+    /// The format of a lake this command creates, 1 to 3 (docs/CLI.md, "Lake format"); a lake
     /// that exists keeps its own (`lkplake upgrade` rewrites one).
     #[arg(
         id = "lake_format",

@@ -24,11 +24,14 @@ pub enum Format {
     /// decimals (`lkplake_schemas::tables::OBSERVATIONS`); the query layer serves the rows of
     /// format 1 as the `metrics` view.
     Two,
+    /// Format 2's rows, with each report test's time, key and commits stored once per
+    /// partition once compacted (`lkplake_schemas::tables::FORMAT_3_OBSERVATIONS`).
+    Three,
 }
 
 impl Format {
     /// The newest format this binary knows.
-    pub const LATEST: Format = Format::Two;
+    pub const LATEST: Format = Format::Three;
 
     /// The format `lkplake` creates new lakes in unless told otherwise. Format 2 becomes the
     /// default once it stores per-report values once (the per-report table) and other engines'
@@ -40,12 +43,13 @@ impl Format {
         match self {
             Self::One => 1,
             Self::Two => 2,
+            Self::Three => 3,
         }
     }
 
     /// The format numbered `number`, if this binary knows it.
     pub fn from_number(number: u32) -> Option<Self> {
-        [Self::One, Self::Two]
+        [Self::One, Self::Two, Self::Three]
             .into_iter()
             .find(|f| f.number() == number)
     }
@@ -107,7 +111,7 @@ mod tests {
 
     #[test]
     fn a_newer_or_unreadable_format_is_refused_naming_the_lake_table_and_value() {
-        for found in ["3", "0", "two", ""] {
+        for found in ["4", "0", "two", ""] {
             let error = known("s3://b/lake", "metrics", Some(found))
                 .err()
                 .map(|e| e.to_string());
@@ -116,7 +120,7 @@ mod tests {
                 Some(
                     format!(
                         "the lake at s3://b/lake is in format {found:?} (table metrics, {FORMAT_KEY}), \
-                         and this lkplake reads formats 1 to 2: use the lkplake that wrote it, or a newer one"
+                         and this lkplake reads formats 1 to 3: use the lkplake that wrote it, or a newer one"
                     )
                     .as_str()
                 ),
@@ -161,10 +165,10 @@ mod tests {
         let mut reader = LakeTables::open(&url)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        // What a later lkplake writing format 3 would record.
+        // What a later lkplake writing format 4 would record.
         metrics
             .set_tbl_properties()
-            .with_properties([(FORMAT_KEY.to_owned(), "3".to_owned())].into())
+            .with_properties([(FORMAT_KEY.to_owned(), "4".to_owned())].into())
             .with_raise_if_not_exists(false)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
@@ -173,11 +177,11 @@ mod tests {
             LakeError::Format { table, found, .. } => (table, found),
             other => panic!("not a format error: {other}"),
         };
-        let metrics_3 = Some(("metrics", "3".to_owned()));
-        assert_eq!(Lake::open(&url).await.err().map(refused), metrics_3);
-        assert_eq!(LakeTables::open(&url).await.err().map(refused), metrics_3);
+        let metrics_4 = Some(("metrics", "4".to_owned()));
+        assert_eq!(Lake::open(&url).await.err().map(refused), metrics_4);
+        assert_eq!(LakeTables::open(&url).await.err().map(refused), metrics_4);
         // Views opened before the change refuse it at their next load.
-        assert_eq!(lake.refresh().await.err().map(refused), metrics_3);
-        assert_eq!(reader.refresh().await.err().map(refused), metrics_3);
+        assert_eq!(lake.refresh().await.err().map(refused), metrics_4);
+        assert_eq!(reader.refresh().await.err().map(refused), metrics_4);
     }
 }

@@ -25,6 +25,7 @@ mod location;
 mod meeting;
 mod object_store;
 mod reader;
+pub mod report_rows;
 #[cfg(test)]
 mod testing;
 mod upgrade;

@@ -73,3 +73,24 @@ pub(crate) fn metrics(testcase: &str, machine: &str, rows: &[(&'static str, i64,
         .collect();
     observations(testcase, machine, &rows)
 }
+
+/// Each row of `batches` as one line, its cells (nulls as `NULL`) joined by `separator`.
+pub(crate) fn lines(batches: &[RecordBatch], separator: &str) -> Vec<String> {
+    use deltalake::arrow::util::display::{ArrayFormatter, FormatOptions};
+    let options = FormatOptions::default().with_null("NULL");
+    let mut out = Vec::new();
+    for batch in batches {
+        let columns: Vec<ArrayFormatter> = batch
+            .columns()
+            .iter()
+            .map(|c| {
+                ArrayFormatter::try_new(c.as_ref(), &options).unwrap_or_else(|e| panic!("{e}"))
+            })
+            .collect();
+        for row in 0..batch.num_rows() {
+            let cells: Vec<String> = columns.iter().map(|c| c.value(row).to_string()).collect();
+            out.push(cells.join(separator));
+        }
+    }
+    out
+}

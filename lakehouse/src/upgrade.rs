@@ -1,24 +1,26 @@
-//! `lkplake upgrade`: rewrites a format-1 lake's `metrics` to format 2 in one Delta commit.
+//! `lkplake upgrade`: rewrites a format-1 or format-2 lake's `metrics` to format 3 in one Delta
+//! commit.
 //!
-//! Each partition's format-1 rows are paired back into table rows with SQL: a base with the
-//! head of its report test and metric, every other column a row of its own. When a report's
-//! tests of one testcase, machine and params list a metric more than once, the n-th base goes
-//! with the n-th head of the same headline flag (the flag is the one value a paired row keeps
-//! for both sides that can differ between those tests); `comparisons` groups those rows, so the
-//! pairing changes no view's rows. The new files are written first; then one commit replaces
-//! the schema, records `lkplake.format = 2`, removes every format-1 file and adds the new ones.
-//! It is allowed no retry: it lands only on the version it read, so a transformer or compaction
-//! that committed meanwhile makes it fail whole instead of losing rows, and the files it wrote
-//! are deleted. Until that commit the lake is format 1 as it was, so an interrupted upgrade is
-//! run again from the start (a crash leaves its files unreferenced: no reader sees them, and
-//! `compact`'s vacuum, which removes only files a commit removed, leaves them too); after it,
-//! the lake is format 2 and a second run has nothing to do.
+//! Each partition's rows are first made format 2's. Format-1 rows are paired back into table
+//! rows with SQL: a base with the head of its report test and metric, every other column a row
+//! of its own. When a report's tests of one testcase, machine and params list a metric more
+//! than once, the n-th base goes with the n-th head of the same headline flag (the flag is the
+//! one value a paired row keeps for both sides that can differ between those tests);
+//! `comparisons` groups those rows, so the pairing changes no view's rows. Format 2's rows are
+//! then numbered by report test as compaction numbers them ([`crate::report_rows`]). The new
+//! files are written first; then one commit replaces the schema, records `lkplake.format = 3`,
+//! removes every old file and adds the new ones. It is allowed no retry: it lands only on the
+//! version it read, so a transformer or compaction that committed meanwhile makes it fail whole
+//! instead of losing rows, and the files it wrote are deleted. Until that commit the lake is as
+//! it was, so an interrupted upgrade is run again from the start (a crash leaves its files
+//! unreferenced: no reader sees them, and `compact`'s vacuum, which removes only files a commit
+//! removed, leaves them too); after it, the lake is format 3 and a second run has nothing to do.
 
 use crate::format::{FORMAT_KEY, Format};
 use crate::writer::{
     Partition, Table, files_per_partition, in_partition, metrics_sorted_writer_properties,
 };
-use crate::{Lake, LakeError};
+use crate::{Lake, LakeError, report_rows};
 use deltalake::arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int8Array, Int64Array};
 use deltalake::arrow::compute::cast;
 use deltalake::arrow::datatypes::{DataType, Float64Type};
@@ -35,7 +37,9 @@ use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::writer::{DeltaWriter as _, RecordBatchWriter};
 use deltalake::{DeltaTable, DeltaTableError};
 use lkplake_schemas::decimal::Decimal;
-use lkplake_schemas::tables::{METRICS_TABLE, OBSERVATIONS, PARTITION_COLUMNS};
+use lkplake_schemas::tables::{
+    FORMAT_3_OBSERVATIONS, METRICS_TABLE, OBSERVATIONS, PARTITION_COLUMNS,
+};
 use std::sync::Arc;
 
 /// What an upgrade did.
@@ -260,23 +264,36 @@ impl Lake {
         let snapshot = table.snapshot().map_err(delta)?;
         let mut writer = RecordBatchWriter::try_new(
             table.table_url().as_str(),
-            OBSERVATIONS.clone(),
+            FORMAT_3_OBSERVATIONS.clone(),
             Some(PARTITION_COLUMNS.iter().map(|c| (*c).to_owned()).collect()),
             None,
         )
         .map_err(delta)?
-        .with_writer_properties(metrics_sorted_writer_properties(Format::Two));
+        .with_writer_properties(metrics_sorted_writer_properties(Format::LATEST));
         let mut adds = Vec::new();
         // One provider of the version read (delta-rs replays the log to build one), one session.
-        let provider = table
-            .table_provider()
-            .await
-            .map_err(LakeError::query(METRICS_TABLE))?;
+        let query = LakeError::query(METRICS_TABLE);
+        let provider = table.table_provider().await.map_err(query)?;
         let ctx = pairing_session();
         for partition in files_per_partition(&table, METRICS_TABLE)?.keys() {
-            for batch in pair_partition(&ctx, &provider, partition).await? {
+            // Format 2's rows of the partition, then numbered as format 3's.
+            let side_by_side = match summary.from {
+                Format::One => pair_partition(&ctx, &provider, partition).await?,
+                _ => ctx
+                    .read_table(Arc::clone(&provider))
+                    .and_then(|rows| rows.filter(in_partition(partition)))
+                    .map_err(query)?
+                    .collect()
+                    .await
+                    .map_err(query)?,
+            };
+            summary.rows_read += side_by_side.iter().map(metric_rows).sum::<u64>();
+            let side_by_side = ctx.read_batches(side_by_side).map_err(query)?;
+            for batch in report_rows::reference(&ctx, side_by_side)
+                .await
+                .map_err(query)?
+            {
                 summary.rows_written += batch.num_rows() as u64;
-                summary.rows_read += metric_rows(&batch);
                 writer.write(batch).await.map_err(delta)?;
             }
             // One partition's files at a time: memory stays one partition deep.
@@ -284,7 +301,7 @@ impl Lake {
             summary.partitions += 1;
         }
         let mut actions: Vec<Action> = Vec::with_capacity(adds.len() + 1);
-        let schema: StructType = OBSERVATIONS
+        let schema: StructType = FORMAT_3_OBSERVATIONS
             .as_ref()
             .try_into_kernel()
             .map_err(|e| delta(DeltaTableError::from(e)))?;
@@ -292,7 +309,7 @@ impl Lake {
             .metadata()
             .clone()
             .with_schema(&schema)
-            .and_then(|m| m.add_config_key(FORMAT_KEY.to_owned(), Format::Two.to_string()))
+            .and_then(|m| m.add_config_key(FORMAT_KEY.to_owned(), Format::LATEST.to_string()))
             .map_err(|e| delta(e.into()))?;
         actions.push(metadata.into());
         for file in snapshot.log_data().into_iter() {
@@ -321,7 +338,7 @@ impl Lake {
         }
         let mut upgraded = table;
         upgraded.update_state().await.map_err(delta)?;
-        self.set_metrics(upgraded, Format::Two);
+        self.set_metrics(upgraded, Format::LATEST);
         Ok(summary)
     }
 }
@@ -331,7 +348,6 @@ mod tests {
     use super::*;
     use crate::testing::{Observation, observations};
     use crate::{Batches, LakeUrl};
-    use deltalake::arrow::util::display::{ArrayFormatter, FormatOptions};
 
     /// Format-1 rows of one report's partition: (metric, role, commit, value, headline).
     fn rows(rows: &[(&'static str, &'static str, &'static str, f64, bool)]) -> Batches {
@@ -369,8 +385,9 @@ mod tests {
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         let summary = lake.upgrade().await.unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((summary.rows_read, summary.rows_written), (6, 3));
-        assert_eq!(lake.format(), Format::Two);
+        // Three table rows and two report tests: (a, b) and (a, c).
+        assert_eq!((summary.rows_read, summary.rows_written), (6, 5));
+        assert_eq!(lake.format(), Format::Three);
 
         let ctx = SessionContext::new();
         let provider = lake
@@ -378,8 +395,11 @@ mod tests {
             .table_provider()
             .await
             .unwrap_or_else(|e| panic!("{e}"));
+        ctx.register_table("stored", provider)
+            .unwrap_or_else(|e| panic!("{e}"));
         let batches = ctx
-            .read_table(provider)
+            .sql(&report_rows::observations_sql("stored"))
+            .await
             .and_then(|t| {
                 t.select_columns(&[
                     "metric",
@@ -400,23 +420,8 @@ mod tests {
             .collect()
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        let options = FormatOptions::default();
-        let mut lines = Vec::new();
-        for batch in &batches {
-            let columns: Vec<ArrayFormatter> = batch
-                .columns()
-                .iter()
-                .map(|c| {
-                    ArrayFormatter::try_new(c.as_ref(), &options).unwrap_or_else(|e| panic!("{e}"))
-                })
-                .collect();
-            for row in 0..batch.num_rows() {
-                let cells: Vec<String> = columns.iter().map(|c| c.value(row).to_string()).collect();
-                lines.push(cells.join(" "));
-            }
-        }
         assert_eq!(
-            lines,
+            crate::testing::lines(&batches, " "),
             [
                 "m 1 2 0 b true true",
                 "m 3 5 1 c false true",

@@ -4,6 +4,7 @@
 //! for progress.
 
 use crate::format::Format;
+use crate::report_rows;
 use crate::{LakeError, LakeUrl};
 use deltalake::arrow::array::RecordBatch;
 use deltalake::arrow::datatypes::SchemaRef;
@@ -20,10 +21,10 @@ use deltalake::parquet::schema::types::ColumnPath;
 use deltalake::protocol::SaveMode;
 use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError};
 use lkplake_schemas::tables::{
-    FAILURES, FAILURES_TABLE, LINKS, LINKS_TABLE, MENTIONS, MENTIONS_TABLE, METRICS, METRICS_TABLE,
-    OBSERVATIONS, PARTITION_COLUMNS, REPORTS, REPORTS_TABLE,
+    FAILURES, FAILURES_TABLE, FORMAT_3_OBSERVATIONS, LINKS, LINKS_TABLE, MENTIONS, MENTIONS_TABLE,
+    METRICS, METRICS_TABLE, OBSERVATIONS, PARTITION_COLUMNS, REPORTS, REPORTS_TABLE,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
@@ -84,8 +85,11 @@ impl Table {
     /// The table's schema in a lake of `format`.
     pub fn schema(self, format: Format) -> SchemaRef {
         match self {
-            Self::Metrics if format == Format::Two => OBSERVATIONS.clone(),
-            Self::Metrics => METRICS.clone(),
+            Self::Metrics => match format {
+                Format::One => METRICS.clone(),
+                Format::Two => OBSERVATIONS.clone(),
+                Format::Three => FORMAT_3_OBSERVATIONS.clone(),
+            },
             Self::Failures => FAILURES.clone(),
             Self::Mentions => MENTIONS.clone(),
             Self::Links => LINKS.clone(),
@@ -189,26 +193,37 @@ fn compaction_order(format: Format) -> &'static [&'static str] {
     match format {
         Format::One => &["metric", "params", "time", "commit", "role", "report_key"],
         Format::Two => &["metric", "params", "time", "report_key", "role"],
+        // `report_ref` is in time order; the report rows (no metric) come last.
+        Format::Three => &["metric", "params", "report_ref", "role"],
     }
 }
 
 /// The writer properties of `metrics` files in `format`. Format 2's mantissas are integers
 /// of a few significant digits that vary from report to report: split into byte streams they
 /// compress to about half of what a dictionary of them takes (BENCHMARKS.md, "Lake format 2
-/// measured offline").
+/// measured offline"). Format 3's `report_ref` rises slowly along a series: stored as
+/// differences.
 fn metrics_writer_properties(format: Format) -> WriterPropertiesBuilder {
     let builder = writer_properties_builder();
     if format == Format::One {
         return builder;
     }
-    ["base_mantissa", "head_mantissa"]
-        .into_iter()
-        .fold(builder, |builder, column| {
-            let path = ColumnPath::from(column);
-            builder
-                .set_column_dictionary_enabled(path.clone(), false)
-                .set_column_encoding(path, Encoding::BYTE_STREAM_SPLIT)
-        })
+    let encoded = |builder: WriterPropertiesBuilder, (column, encoding): (&str, Encoding)| {
+        let path = ColumnPath::from(column);
+        builder
+            .set_column_dictionary_enabled(path.clone(), false)
+            .set_column_encoding(path, encoding)
+    };
+    let builder = [
+        ("base_mantissa", Encoding::BYTE_STREAM_SPLIT),
+        ("head_mantissa", Encoding::BYTE_STREAM_SPLIT),
+    ]
+    .into_iter()
+    .fold(builder, encoded);
+    if format == Format::Two {
+        return builder;
+    }
+    encoded(builder, ("report_ref", Encoding::DELTA_BINARY_PACKED))
 }
 
 /// The writer properties of a compacted `metrics` file, whose footer records the order its rows
@@ -239,6 +254,9 @@ pub(crate) fn metrics_sorted_writer_properties(format: Format) -> WriterProperti
         .set_sorting_columns(Some(sorting))
         .build()
 }
+
+/// The SQL name compaction and upgrade give format 3's stored rows.
+const STORED: &str = "lkplake_stored_observations";
 
 /// A `metrics` partition: (testcase, machine).
 pub(crate) type Partition = (String, String);
@@ -272,6 +290,41 @@ pub(crate) fn files_per_partition(
     Ok(counts)
 }
 
+/// The partitions of a format-3 `metrics` with rows a transformer appended (`report_ref`
+/// null), which compaction numbers even when they are in one file. A file without statistics
+/// counts as holding some.
+fn unnumbered_partitions(table: &DeltaTable) -> Result<HashSet<Partition>, LakeError> {
+    use deltalake::arrow::array::{Array, AsArray};
+    use deltalake::arrow::datatypes::{DataType, Int64Type};
+    let delta = LakeError::delta(METRICS_TABLE);
+    let actions = table
+        .snapshot()
+        .map_err(delta)?
+        .add_actions_table(true)
+        .map_err(LakeError::delta(METRICS_TABLE))?;
+    let column = |name: &str| {
+        actions
+            .column_by_name(name)
+            .map(|c| strings(Table::Metrics, c))
+            .transpose()
+    };
+    let (Some(testcases), Some(machines)) =
+        (column("partition.testcase")?, column("partition.machine")?)
+    else {
+        return Ok(HashSet::new());
+    };
+    let nulls = actions
+        .column_by_name("null_count.report_ref")
+        .map(|c| deltalake::arrow::compute::cast(c, &DataType::Int64))
+        .transpose()
+        .map_err(|e| LakeError::query(METRICS_TABLE)(e.into()))?;
+    let nulls = nulls.as_ref().map(|c| c.as_primitive::<Int64Type>());
+    Ok((0..actions.num_rows())
+        .filter(|&i| nulls.is_none_or(|n| n.is_null(i) || n.value(i) > 0))
+        .filter_map(|i| Some((testcases[i].clone()?, machines[i].clone()?)))
+        .collect())
+}
+
 /// Appends refused in a row because a compaction rewrote files of the table meanwhile, before
 /// the refusal is returned (each one means a compaction commit landed: they are few).
 const MAX_REWRITE_RETRIES: u32 = 20;
@@ -290,21 +343,32 @@ async fn sort_partition(
     let provider = table.table_provider().await.map_err(query)?;
     // Sorted here and handed over as batches: given a plan, the writer's optimizer drops a sort
     // that no operator above it requires.
-    let sorted = SessionContext::new()
-        .read_table(provider)
-        .map_err(query)?
-        .filter(in_partition.clone())
-        .map_err(query)?
-        .sort(
-            compaction_order(format)
-                .iter()
-                .map(|&c| col(c).sort(true, false))
-                .collect(),
-        )
-        .map_err(query)?
-        .collect()
-        .await
-        .map_err(query)?;
+    let ctx = SessionContext::new();
+    let sorted = if format == Format::Three {
+        // Format 2's rows again, numbered afresh with the rows appended since.
+        ctx.register_table(STORED, provider).map_err(query)?;
+        let rows = ctx
+            .sql(&report_rows::observations_sql(STORED))
+            .await
+            .and_then(|rows| rows.filter(in_partition.clone()))
+            .map_err(query)?;
+        report_rows::reference(&ctx, rows).await.map_err(query)?
+    } else {
+        ctx.read_table(provider)
+            .map_err(query)?
+            .filter(in_partition.clone())
+            .map_err(query)?
+            .sort(
+                compaction_order(format)
+                    .iter()
+                    .map(|&c| col(c).sort(true, false))
+                    .collect(),
+            )
+            .map_err(query)?
+            .collect()
+            .await
+            .map_err(query)?
+    };
     // delta-rs' own session, with one partition: the writer interleaves the batches of
     // parallel partitions.
     let overrides = HashMap::from([(
@@ -591,13 +655,22 @@ impl Lake {
             .collect::<Vec<_>>()
             .join(", ");
         let predicate = format!("report_key IN ({list})");
+        // Format 3's compacted observation rows name their report by number only.
+        let referenced = match self.format {
+            Format::Three => self.referencing_rows(&list).await?,
+            _ => None,
+        };
         for which in [Table::Metrics, Table::Failures, Table::Reports] {
             let name = which.name();
+            let predicate = match (&referenced, which) {
+                (Some(rows), Table::Metrics) => format!("{predicate} OR {rows}"),
+                _ => predicate.clone(),
+            };
             let table = self.table_mut(which);
             let (updated, _) = table
                 .clone()
                 .delete()
-                .with_predicate(predicate.clone())
+                .with_predicate(predicate)
                 .await
                 .map_err(|source| LakeError::Delta {
                     table: name,
@@ -606,6 +679,48 @@ impl Lake {
             *table = updated;
         }
         Ok(())
+    }
+
+    /// In a format-3 lake, the predicate that picks the compacted observation rows of the
+    /// reports whose keys `list` quotes: each partition's numbers of their report rows.
+    async fn referencing_rows(&self, list: &str) -> Result<Option<String>, LakeError> {
+        use deltalake::arrow::array::AsArray;
+        use deltalake::arrow::datatypes::Int32Type;
+        let sql = format!(
+            "SELECT testcase, machine, report_ref FROM {METRICS_TABLE} \
+             WHERE metric IS NULL AND report_ref IS NOT NULL AND report_key IN ({list})"
+        );
+        let mut refs: BTreeMap<(String, String), Vec<i32>> = BTreeMap::new();
+        for batch in self.select(Table::Metrics, &sql).await? {
+            let [testcases, machines] = [0, 1].map(|c| strings(Table::Metrics, batch.column(c)));
+            let (testcases, machines) = (testcases?, machines?);
+            let Some(numbers) = batch.column(2).as_primitive_opt::<Int32Type>() else {
+                let found = deltalake::datafusion::error::DataFusionError::Internal(format!(
+                    "report_ref read back as {}",
+                    batch.column(2).data_type()
+                ));
+                return Err(LakeError::query(METRICS_TABLE)(found));
+            };
+            for ((testcase, machine), number) in testcases.into_iter().zip(machines).zip(numbers) {
+                if let (Some(t), Some(m), Some(n)) = (testcase, machine, number) {
+                    refs.entry((t, m)).or_default().push(n);
+                }
+            }
+        }
+        let quoted = |text: &str| format!("'{}'", text.replace('\'', "''"));
+        let clauses: Vec<String> = refs
+            .iter()
+            .map(|((testcase, machine), numbers)| {
+                let numbers: Vec<String> = numbers.iter().map(i32::to_string).collect();
+                format!(
+                    "(testcase = {} AND machine = {} AND report_ref IN ({}))",
+                    quoted(testcase),
+                    quoted(machine),
+                    numbers.join(", ")
+                )
+            })
+            .collect();
+        Ok((!clauses.is_empty()).then(|| clauses.join(" OR ")))
     }
 
     /// Appends a batch to one table in one Delta commit that also records `txns`.
@@ -700,10 +815,14 @@ impl Lake {
     /// tables are small per report and only bin-packed. `resort` rewrites single-file partitions too.
     pub async fn compact(&mut self, resort: bool) -> Result<CompactSummary, LakeError> {
         let mut summary = CompactSummary::default();
+        let appended = match self.format {
+            Format::Three => unnumbered_partitions(self.table(Table::Metrics))?,
+            _ => HashSet::new(),
+        };
         let scattered: Vec<(Partition, usize)> =
             files_per_partition(self.table(Table::Metrics), METRICS_TABLE)?
                 .into_iter()
-                .filter(|(_, files)| resort || *files > 1)
+                .filter(|(partition, files)| resort || *files > 1 || appended.contains(partition))
                 .collect();
         let mut sorted = Vec::new();
         for (partition, files) in &scattered {

@@ -11,7 +11,7 @@ use crate::unpivot::Unpivot;
 use async_trait::async_trait;
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::dataframe::DataFrame;
-use datafusion::datasource::MemTable;
+use datafusion::datasource::{MemTable, ViewTable};
 use datafusion::error::DataFusionError;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
@@ -36,7 +36,7 @@ pub const VIEWS_SQL: &str = include_str!("views.sql");
 /// The views' names, in the order [`VIEWS_SQL`] defines them.
 pub const VIEWS: [&str; 3] = ["comparisons", "series", "headlines"];
 
-/// The view that gives back format 1's `comparisons` over a lake in format 2, as SQL; installed
+/// The view that gives back format 1's `comparisons` over a lake in format 2 or 3, as SQL; installed
 /// before [`VIEWS_SQL`], whose own `comparisons` it replaces.
 pub const OBSERVATION_VIEWS_SQL: &str = include_str!("observations.sql");
 
@@ -44,8 +44,12 @@ pub const OBSERVATION_VIEWS_SQL: &str = include_str!("observations.sql");
 pub const OBSERVATION_VIEWS: [&str; 1] = ["comparisons"];
 
 /// The name a format-2 lake's `metrics` table is served under: `metrics` is format 1's rows of
-/// it ([`crate::unpivot::Unpivot`]).
+/// it ([`crate::unpivot::Unpivot`]). In format 3, the view of format 2's rows.
 pub const OBSERVATIONS: &str = "observations";
+
+/// The name a format-3 lake's `metrics` table is served under: its report rows and observation
+/// rows as stored (`lkplake_lake::report_rows`), which `observations` joins.
+pub const STORED_OBSERVATIONS: &str = "stored_observations";
 
 /// The views over `failures` and `mentions`, as SQL; installed once the lake has both.
 pub const DISCUSSION_VIEWS_SQL: &str = include_str!("discussion.sql");
@@ -237,22 +241,40 @@ impl Engine {
             let name = match name {
                 MENTIONS_TABLE => MENTION_MAILS,
                 METRICS_TABLE if format == Format::Two => OBSERVATIONS,
+                METRICS_TABLE if format == Format::Three => STORED_OBSERVATIONS,
                 name => name,
             };
             let provider = crate::limit::HonorLimit::wrap(provider);
             // Kept before the views are planned over it, so they read its kept rows too.
             let provider = keeper.wrap(name, &provider).unwrap_or(provider);
             scratch.register_table(name, Arc::clone(&provider))?;
-            if name == OBSERVATIONS {
-                let metrics = Unpivot::over(Arc::clone(&provider))?;
+            let observations = match name {
+                OBSERVATIONS => Some(Arc::clone(&provider)),
+                STORED_OBSERVATIONS => {
+                    let sql = lkplake_lake::report_rows::observations_sql(STORED_OBSERVATIONS);
+                    let plan = scratch.sql(&sql).await?.into_unoptimized_plan();
+                    let view: Arc<dyn TableProvider> = Arc::new(ViewTable::new(plan, Some(sql)));
+                    scratch.register_table(OBSERVATIONS, Arc::clone(&view))?;
+                    entries.insert(OBSERVATIONS.to_owned(), Arc::clone(&view));
+                    Some(view)
+                }
+                _ => None,
+            };
+            if let Some(observations) = observations {
+                let metrics = Unpivot::over(observations)?;
                 scratch.register_table(METRICS_TABLE, Arc::clone(&metrics))?;
                 entries.insert(METRICS_TABLE.to_owned(), metrics);
             }
             entries.insert(name.to_owned(), provider);
         }
         let mut views: Vec<(&str, &[&str])> = Vec::new();
-        if format == Format::Two {
-            let grouped = crate::grouped::probe(&scratch, &self.ctx).await;
+        if format != Format::One {
+            // Format 3's grouped rows are among its stored ones: probed there, without the join.
+            let probed = match format {
+                Format::Three => STORED_OBSERVATIONS,
+                _ => OBSERVATIONS,
+            };
+            let grouped = crate::grouped::probe(&scratch, &self.ctx, probed).await;
             scratch.register_udf(crate::grouped::udf(grouped));
             views.push((OBSERVATION_VIEWS_SQL, &OBSERVATION_VIEWS));
         }

@@ -18,20 +18,23 @@ use datafusion::logical_expr::{
 use datafusion::physical_plan::collect;
 use datafusion::prelude::SessionContext;
 
-use crate::engine::OBSERVATIONS;
-
 /// The function's name in SQL.
 pub const NAME: &str = "lkplake_version_has_grouped_rows";
 
-/// Whether the `observations` table registered in `tables` holds a grouped row. Files whose
+/// Whether the table `observations` (format 2's `observations`, format 3's stored rows)
+/// registered in `tables` holds a grouped row. Files whose
 /// statistics show none are skipped without reading their pages. The probe is planned over
 /// `tables` (the version being installed) and runs as the served session runs queries: on the
 /// query threads, within the memory limit, and through its runtime's metadata cache, which
 /// keeps the footers of the files an earlier version already had (a request each on S3). A
 /// table that cannot be read counts as holding some: the view then plans both branches and the
 /// error reaches the query that reads it.
-pub(crate) async fn probe(tables: &SessionContext, served: &SessionContext) -> bool {
-    let sql = format!("SELECT grouped FROM {OBSERVATIONS} WHERE grouped LIMIT 1");
+pub(crate) async fn probe(
+    tables: &SessionContext,
+    served: &SessionContext,
+    observations: &str,
+) -> bool {
+    let sql = format!("SELECT grouped FROM {observations} WHERE grouped LIMIT 1");
     let rows = async {
         let plan = tables.sql(&sql).await?.into_unoptimized_plan();
         let physical = served.state().create_physical_plan(&plan).await?;

@@ -8,7 +8,8 @@
 //! and monthly 1.32× DuckDB's time against 0.82× and 1.29× in format 1, BENCHMARKS.md).
 //! [`Unpivot`] is `metrics` as a table: its scan reads `observations` once, with the filters on
 //! columns both sides share applied below it, and [`UnpivotExec`] splits each batch into its base
-//! rows and its other rows.
+//! rows and its other rows. In format 3, `observations` is the view that joins each compacted row
+//! with its report row (`lkplake_lake::report_rows`); `metrics` reads it as it reads format 2's.
 
 use crate::decimal;
 use async_trait::async_trait;

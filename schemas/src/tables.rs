@@ -97,6 +97,28 @@ pub static OBSERVATIONS: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(fields))
 });
 
+/// `metrics` in lake format 3 (served as `observations`, then `metrics`, as in format 2): format
+/// 2's rows with each report test's time, report key and commits stored once per partition.
+/// `lkplake compact` rewrites a partition into two kinds of rows, told apart by `metric`:
+/// - a report row (`metric` null) per report test: `report_ref`, a number unique in the
+///   partition, in the order of `time`, with its `time`, `report_key`, `base_commit` and, in
+///   `commit`, its head column's commit;
+/// - an observation row per table row, which names its report row by `report_ref` and leaves
+///   `time`, `report_key` and `base_commit` null, and `commit` too unless it is a follow-up's
+///   middle column.
+///
+/// The transformer appends format 2's rows as they are (`report_ref` null) until the next
+/// compaction. Every column is nullable: each kind leaves the other's columns empty.
+pub static FORMAT_3_OBSERVATIONS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let mut fields: Vec<Field> = OBSERVATIONS
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    fields.push(Field::new("report_ref", DataType::Int32, true));
+    Arc::new(Schema::new(fields))
+});
+
 /// `reports`: one row per test of a report.
 pub static REPORTS: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![

@@ -1,5 +1,6 @@
-//! Lake format 2 against format 1: the same reports, written by `lkplake run` into a lake of
-//! each format, give the same rows in `metrics` and in every view, before and after compaction.
+//! Lake formats 2 and 3 against format 1: the same reports, written by `lkplake run` into a lake
+//! of each format or upgraded, give the same rows in `metrics` and in every view, before and
+//! after compaction.
 
 use crate::common::{Pipeline, block_on, command, generate, lkplake, run_into, sigterm, temp_dir};
 use datafusion::arrow::array::RecordBatch;
@@ -115,7 +116,7 @@ fn assert_same_views(one: &Path, two: &Path, when: &str) {
     }
 }
 
-/// What Python deltalake, polars and DuckDB read of a format-2 lake with the recipes of
+/// What Python deltalake, polars and DuckDB read of a format-2 or format-3 lake with the recipes of
 /// docs/QUERY.md (`tests/clients/other_engines.py`) against what lkplake serves: metric rows,
 /// report keys, and the values (how many distinct, the least and the greatest: a value rebuilt
 /// wrong shows in one of them).
@@ -165,7 +166,7 @@ fn compact(lake: &Path) {
 }
 
 #[test]
-fn a_format_2_lake_serves_metrics_and_every_view_exactly_as_format_1_does() {
+fn lakes_in_formats_2_and_3_serve_metrics_and_every_view_exactly_as_format_1_does() {
     let generated = temp_dir("formats-reports");
     generate(
         &generated,
@@ -179,16 +180,21 @@ fn a_format_2_lake_serves_metrics_and_every_view_exactly_as_format_1_does() {
     let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
     let one = temp_dir("formats-1");
     run_into(&one, &inputs);
-    let two = temp_dir("formats-2");
-    let two_arg = two.to_string_lossy().into_owned();
-    let mut run = vec!["run", "--lake", &two_arg, "--lake-format", "2"];
-    let paths: Vec<String> = inputs
-        .iter()
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    run.extend(paths.iter().map(String::as_str));
-    let out = lkplake(&run, None);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let written = |name: &str, format: &str| {
+        let lake = temp_dir(name);
+        let lake_arg = lake.to_string_lossy().into_owned();
+        let mut run = vec!["run", "--lake", &lake_arg, "--lake-format", format];
+        let paths: Vec<String> = inputs
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        run.extend(paths.iter().map(String::as_str));
+        let out = lkplake(&run, None);
+        assert!(out.status.success(), "{}", stderr(&out));
+        lake
+    };
+    let two = written("formats-2", "2");
+    let three = written("formats-3", "3");
     // The same format-1 lake, upgraded after a first attempt crashed before its commit.
     let upgraded = temp_dir("formats-upgraded");
     run_into(&upgraded, &inputs);
@@ -205,17 +211,26 @@ fn a_format_2_lake_serves_metrics_and_every_view_exactly_as_format_1_does() {
     let out = upgrade(&upgraded);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("is in format 2 now (was 1)"),
+        stderr(&out).contains("is in format 3 now (was 1)"),
         "{}",
         stderr(&out)
     );
-    assert_eq!(recorded_format(&upgraded).as_deref(), Some("2"));
+    assert_eq!(recorded_format(&upgraded).as_deref(), Some("3"));
     let again = upgrade(&upgraded);
     assert!(
-        again.status.success() && stderr(&again).contains("is in format 2 already: nothing to do"),
+        again.status.success() && stderr(&again).contains("is in format 3 already: nothing to do"),
         "{}",
         stderr(&again)
     );
+    // A format-2 lake, upgraded.
+    let upgraded_2 = written("formats-upgraded-2", "2");
+    let out = upgrade(&upgraded_2);
+    assert!(
+        out.status.success() && stderr(&out).contains("is in format 3 now (was 2)"),
+        "{}",
+        stderr(&out)
+    );
+    let lakes = [&two, &three, &upgraded, &upgraded_2];
 
     // A follow-up's four columns, as the mail prints them: 76.42, +15.1% 87.99 ± 3%,
     // +3.1% 78.77, +1.2% 77.31 ± 3%, under commits 94b7e5bf09, 98c9daf5ae, 6df13230b6, 981204d280.
@@ -239,7 +254,7 @@ fn a_format_2_lake_serves_metrics_and_every_view_exactly_as_format_1_does() {
         "SELECT base_value, head_value, change FROM comparisons \
          WHERE report_key = '{DUPLICATE_ROW_REPORT}' AND metric = 'vmstat.system.cs'"
     );
-    for lake in [&one, &two, &upgraded] {
+    for lake in [&one].into_iter().chain(lakes) {
         assert_eq!(rows(lake, &columns), printed, "{}", lake.display());
         assert_eq!(
             rows(lake, &twice),
@@ -263,16 +278,23 @@ fn a_format_2_lake_serves_metrics_and_every_view_exactly_as_format_1_does() {
         .parse::<u64>()
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(stored(&two), observations - table_rows - 1);
-    assert_eq!(stored(&upgraded), stored(&two));
-
-    assert_same_views(&one, &two, "as written");
-    assert_same_views(&one, &upgraded, "as upgraded");
+    for lake in lakes {
+        assert_eq!(stored(lake), stored(&two), "{}", lake.display());
+        assert_same_views(&one, lake, &format!("in {}", lake.display()));
+    }
     compact(&one);
-    compact(&two);
-    compact(&upgraded);
-    assert_same_views(&one, &two, "after compaction");
-    assert_same_views(&one, &upgraded, "after compaction");
+    for lake in lakes {
+        compact(lake);
+        assert_same_views(&one, lake, &format!("after compacting {}", lake.display()));
+    }
+    // Format 3, compacted: each report test's key is in its report row alone.
+    let keyless = rows(
+        &three,
+        "SELECT count(*) FROM stored_observations WHERE metric IS NOT NULL AND report_key IS NULL",
+    );
+    assert_eq!(keyless, [stored(&two).to_string()]);
     assert_other_engines_read(&two);
+    assert_other_engines_read(&three);
 }
 
 fn upgrade(lake: &Path) -> Output {
@@ -341,6 +363,6 @@ fn upgrade_refuses_a_lake_a_running_transformer_holds_and_goes_ahead_once_it_sto
     assert!(stopped.success(), "{stopped}");
     let out = upgrade(&lake);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(recorded_format(&lake).as_deref(), Some("2"));
+    assert_eq!(recorded_format(&lake).as_deref(), Some("3"));
     assert_eq!(rows(&lake, count), written);
 }

@@ -359,9 +359,9 @@ fn sql(lake: &std::path::Path, statement: &str) -> std::process::Output {
 #[test]
 fn a_lake_in_a_format_this_binary_does_not_know_is_refused_by_readers_and_writers() {
     let lake = seed_lake("sql-newer-format");
-    set_lake_format(&lake, "metrics", "3");
+    set_lake_format(&lake, "metrics", "4");
     let expected = format!(
-        "the lake at {} is in format \"3\" (table metrics, lkplake.format), and this lkplake reads formats 1 to 2",
+        "the lake at {} is in format \"4\" (table metrics, lkplake.format), and this lkplake reads formats 1 to 3",
         lake.display()
     );
     let lake_arg = lake.to_string_lossy().into_owned();

@@ -13,7 +13,9 @@ distinct report keys:
 A lake in format 2 stores `metrics` with base and head side by side and values as decimals
 (docs/CLI.md, "Lake format"): each engine unpivots it into metric rows and rebuilds the values
 as docs/QUERY.md shows, and `metrics` also gets the number of distinct values and the smallest
-and largest, which differ from lkplake's if a single value is rebuilt wrong.
+and largest, which differ from lkplake's if a single value is rebuilt wrong. In format 3 a
+compacted row names its report by `report_ref`: each engine takes the report key from the
+partition's report row of that number (`metric` null) before unpivoting.
 
 - deltalake: Python deltalake (delta-rs) reads each table's current version into Arrow.
 - polars: pl.scan_delta over the same table.
@@ -32,10 +34,24 @@ import polars as pl
 
 TABLES = ["metrics", "reports", "failures"]
 
+# Format 3's rows as format 2's, in DuckDB, as docs/QUERY.md gives it: a compacted row takes its
+# report's time, key and commits from the report row (no metric) of its partition and number, a
+# row appended since has its own.
+DUCKDB_OBSERVATIONS_V3 = """
+SELECT coalesce(o.time, r.time) AS time, o.testcase, o.machine, o.params, o.metric,
+    coalesce(o.report_key, r.report_key) AS report_key,
+    coalesce(o.base_commit, r.base_commit) AS base_commit,
+    CASE WHEN o.report_ref IS NOT NULL AND o.role = 'head' THEN r.commit ELSE o.commit END AS commit,
+    o.role, o.base_mantissa, o.base_scale, o.base_float, o.head_mantissa, o.head_scale, o.head_float
+FROM stored AS o LEFT JOIN stored AS r
+    ON r.metric IS NULL AND r.testcase = o.testcase AND r.machine = o.machine AND r.report_ref = o.report_ref
+WHERE o.metric IS NOT NULL
+"""
+
 # Format 2's metric rows and values, in DuckDB: a base where there is a base value, the other
 # side where there is a role; mantissa / 10^scale, or times 10^-scale for a negative scale.
 DUCKDB_METRICS_V2 = """
-WITH sides AS (
+WITH t AS ({observations}), sides AS (
     SELECT report_key, base_mantissa AS m, base_scale AS s, base_float AS f FROM t
     WHERE base_mantissa IS NOT NULL OR base_float IS NOT NULL
     UNION ALL
@@ -51,8 +67,8 @@ SELECT count(*), count(DISTINCT report_key), count(DISTINCT value), min(value), 
 """
 
 
-def is_format_2(dt):
-    return dt.metadata().configuration.get("lkplake.format") == "2"
+def format_of(dt):
+    return int(dt.metadata().configuration.get("lkplake.format", "1"))
 
 
 def python_value(m, s, f):
@@ -62,11 +78,20 @@ def python_value(m, s, f):
     return m / 10**s if s >= 0 else float(m * 10 ** (-s))
 
 
-def deltalake_metrics_v2(dt):
-    t = dt.to_pyarrow_table(columns=[
+def deltalake_metrics_v2(dt, version):
+    columns = [
         "report_key", "role", "base_mantissa", "base_scale", "base_float",
         "head_mantissa", "head_scale", "head_float",
-    ]).to_pylist()
+    ]
+    if version >= 3:
+        columns += ["testcase", "machine", "metric", "report_ref"]
+    t = dt.to_pyarrow_table(columns=columns).to_pylist()
+    if version >= 3:
+        # Each partition's report rows, by number.
+        named = {(r["testcase"], r["machine"], r["report_ref"]): r["report_key"]
+                 for r in t if r["metric"] is None}
+        t = [dict(r, report_key=r["report_key"] or named[(r["testcase"], r["machine"], r["report_ref"])])
+             for r in t if r["metric"] is not None]
     values, keys = [], set()
     for r in t:
         keys.add(r["report_key"])
@@ -77,8 +102,16 @@ def deltalake_metrics_v2(dt):
     return summary(len(values), len(keys), len(set(values)), min(values), max(values))
 
 
-def polars_metrics_v2(uri, options):
+def polars_metrics_v2(uri, options, version):
     lf = pl.scan_delta(uri, storage_options=options)
+    if version >= 3:
+        keys = ["testcase", "machine", "report_ref"]
+        named = lf.filter(pl.col("metric").is_null()).select(*keys, pl.col("report_key").alias("named"))
+        lf = (
+            lf.filter(pl.col("metric").is_not_null())
+            .join(named, on=keys, how="left")
+            .with_columns(pl.coalesce("report_key", "named").alias("report_key"))
+        )
 
     def side(prefix, keep):
         m, s = pl.col(f"{prefix}_mantissa"), pl.col(f"{prefix}_scale").cast(pl.Float64)
@@ -118,12 +151,15 @@ def main():
     for table in TABLES:
         uri = f"{lake}/{table}"
         dt = deltalake.DeltaTable(uri, storage_options=options)
-        if table == "metrics" and is_format_2(dt):
-            out["deltalake"][table] = deltalake_metrics_v2(dt)
-            out["polars"][table] = polars_metrics_v2(uri, options)
-            con.register("t", dt.to_pyarrow_dataset())
-            out["duckdb"][table] = summary(*con.execute(DUCKDB_METRICS_V2).fetchall()[0])
-            con.unregister("t")
+        version = format_of(dt)
+        if table == "metrics" and version >= 2:
+            out["deltalake"][table] = deltalake_metrics_v2(dt, version)
+            out["polars"][table] = polars_metrics_v2(uri, options, version)
+            con.register("stored", dt.to_pyarrow_dataset())
+            observations = DUCKDB_OBSERVATIONS_V3 if version >= 3 else "SELECT * FROM stored"
+            sql = DUCKDB_METRICS_V2.format(observations=observations)
+            out["duckdb"][table] = summary(*con.execute(sql).fetchall()[0])
+            con.unregister("stored")
             continue
 
         arrow = dt.to_pyarrow_table(columns=["report_key"])

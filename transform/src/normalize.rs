@@ -403,8 +403,8 @@ impl<'a> Normalizer<'a> {
             .iter()
             .map(|m| self.directions.direction(m).map(|d| d.as_str()))
             .collect();
-        // Format 2 writes a row per table row: its first column stands for it.
-        let side_by_side = self.format == Format::Two;
+        // Formats 2 and 3 write a row per table row: its first column stands for it.
+        let side_by_side = self.format != Format::One;
         let mut order: Vec<(u32, u32, u32, Option<i64>, usize)> = rows
             .iter()
             .enumerate()
@@ -436,7 +436,11 @@ impl<'a> Normalizer<'a> {
                 let r = rows[order[k].4];
                 (r, directions[metric[r.row] as usize], grouped(k))
             });
-            return side_by_side::batch(&tests, table_rows);
+            let rows = side_by_side::batch(&tests, table_rows)?;
+            return match self.format {
+                Format::Three => side_by_side::unnumbered(rows),
+                _ => Ok(rows),
+            };
         }
         let mut m = MetricColumns::with_capacity(rows.len());
         for &(.., i) in &order {

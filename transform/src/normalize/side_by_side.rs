@@ -1,16 +1,18 @@
-//! The `metrics` rows in lake format 2: one row per table row of a report test with base and
-//! head side by side, values as printed decimals (`lkplake_schemas::tables::OBSERVATIONS`).
+//! The `metrics` rows in lake formats 2 and 3: one row per table row of a report test with base
+//! and head side by side, values as printed decimals (`lkplake_schemas::tables::OBSERVATIONS`).
+//! Format 3 takes them as they are, not numbered by report test yet: `lkplake compact` does that
+//! (`lkplake_lake::report_rows`).
 
 use super::{MetricRow, MetricTest, role, unsigned_zero};
 use arrow::array::{
     ArrayRef, BooleanBuilder, Float64Builder, Int8Builder, Int64Builder, RecordBatch,
-    StringBuilder, TimestampMicrosecondBuilder,
+    StringBuilder, TimestampMicrosecondBuilder, new_null_array,
 };
 use arrow::error::ArrowError;
 use lkplake_schemas::Value;
 use lkplake_schemas::decimal::Decimal;
 use lkplake_schemas::metric::program;
-use lkplake_schemas::tables::OBSERVATIONS;
+use lkplake_schemas::tables::{FORMAT_3_OBSERVATIONS, OBSERVATIONS};
 use std::sync::Arc;
 
 /// One side of a row: a commit column's value.
@@ -163,4 +165,14 @@ pub(super) fn batch<'r>(
         }
     }
     out.finish()
+}
+
+/// Format 2's `rows` as format 3 appends them: with no `report_ref` yet.
+pub(super) fn unnumbered(rows: RecordBatch) -> Result<RecordBatch, ArrowError> {
+    let mut columns = rows.columns().to_vec();
+    columns.push(new_null_array(
+        &arrow::datatypes::DataType::Int32,
+        rows.num_rows(),
+    ));
+    RecordBatch::try_new(FORMAT_3_OBSERVATIONS.clone(), columns)
 }
