@@ -4,7 +4,7 @@
 //!
 //! In format 2 every row repeated them: four columns that each said again which report the row
 //! belongs to, 2.80 of the 5.80 bytes a metric row took on the 10.6M-row lake (BENCHMARKS.md).
-//! A number in time order costs a few bits a row once the rows of a series are sorted by it.
+//! A number that rises by one along a series costs a few bits a row once its rows are sorted by it.
 //!
 //! The numbers are given by `lkplake compact`, which rewrites a partition whole in one commit
 //! that conflicts with any other change to the partition: they are unique in the partition
@@ -36,27 +36,44 @@ fn select(select: impl Fn(&str) -> String) -> String {
 }
 
 /// A SELECT over format-3 rows in `stored` that answers format 2's rows (`OBSERVATIONS`'
-/// columns): the rows a transformer appended since the last compaction as they are, and each
-/// compacted observation row with its report row's columns. A filter on the time, key or
-/// commits reaches the report rows' scan; one on the metric or params, the observation rows'.
-pub fn observations_sql(stored: &str) -> String {
+/// columns): the rows a transformer appended since the last compaction as they are (unless
+/// `appended` says there are none: a scan less to plan), and each compacted observation row
+/// with its report row's columns. A filter on the time, key or commits reaches the report
+/// rows' scan; one on the metric or params, the observation rows'. Joined `by_params` too
+/// (a report row holds its tests' params), a filter on params reaches both: a query of one
+/// series then reads that series' report rows, not its partition's.
+pub fn observations_sql(stored: &str, appended: bool, by_params: bool) -> String {
     let referenced = select(|c| match c {
         _ if PER_REPORT.contains(&c) => format!("r.{c}"),
         "commit" => "CASE WHEN o.role = 'head' THEN r.commit ELSE o.commit END AS commit".into(),
         _ => format!("o.{c}"),
     });
+    let params = if by_params {
+        " AND r.params = o.params"
+    } else {
+        ""
+    };
+    let numbered = format!(
+        "SELECT {referenced} FROM {stored} AS r JOIN {stored} AS o \
+         ON r.testcase = o.testcase AND r.machine = o.machine AND r.report_ref = o.report_ref{params} \
+         WHERE r.metric IS NULL AND r.report_ref IS NOT NULL AND o.metric IS NOT NULL"
+    );
+    if !appended {
+        return numbered;
+    }
     format!(
-        "SELECT {plain} FROM {stored} WHERE report_ref IS NULL \
-         UNION ALL \
-         SELECT {referenced} FROM {stored} AS r JOIN {stored} AS o \
-         ON r.testcase = o.testcase AND r.machine = o.machine AND r.report_ref = o.report_ref \
-         WHERE r.metric IS NULL AND r.report_ref IS NOT NULL AND o.metric IS NOT NULL",
+        "SELECT {plain} FROM {stored} WHERE report_ref IS NULL UNION ALL {numbered}",
         plain = select(str::to_owned),
     )
 }
 
 /// Format 2's rows of one partition (in [`ROWS`]) as format 3's, sorted as compaction writes
-/// them: by metric, params and `report_ref` (time order), the report rows last.
+/// them: by metric, params and `report_ref`, the report rows last.
+///
+/// Report tests are numbered by params, then time: the report tests of one series hold
+/// consecutive numbers in time order, so along a series' rows `report_ref` mostly rises by
+/// one. Numbered by time alone, it skipped the other params' tests between two of the series'
+/// and took 0.73 bytes a metric row on the 10.6M-row lake (BENCHMARKS.md).
 ///
 /// A report test is told apart by its time, key, base commit and head commit. Format 2's rows
 /// name the head commit only in a head row: a base-only row or a follow-up's middle column
@@ -71,7 +88,7 @@ fn reference_sql() -> String {
     });
     let report = select(|c| match c {
         _ if PER_REPORT.contains(&c) => format!("t.{c}"),
-        "testcase" | "machine" => format!("t.{c}"),
+        "testcase" | "machine" | "params" => format!("t.{c}"),
         "commit" => "t.head_commit AS commit".into(),
         _ => format!("NULL AS {c}"),
     });
@@ -86,14 +103,15 @@ fn reference_sql() -> String {
         ),
         t AS (
             SELECT *, CAST(row_number() OVER (
-                ORDER BY time, report_key, base_commit, head_commit) - 1 AS INT) AS report_ref
-            FROM (SELECT DISTINCT time, testcase, machine, report_key, base_commit, head_commit
-                  FROM x) AS d
+                ORDER BY params, time, report_key, base_commit, head_commit) - 1 AS INT)
+                AS report_ref
+            FROM (SELECT DISTINCT time, testcase, machine, params, report_key, base_commit,
+                    head_commit FROM x) AS d
         )
         SELECT {observation}, t.report_ref FROM x JOIN t
             -- Parenthesized: sqlparser reads IS NOT DISTINCT FROM ahead of AND.
             ON (x.time IS NOT DISTINCT FROM t.time) AND x.report_key = t.report_key
-            AND x.base_commit = t.base_commit
+            AND x.base_commit = t.base_commit AND x.params = t.params
             AND (x.head_commit IS NOT DISTINCT FROM t.head_commit)
         UNION ALL
         SELECT {report}, t.report_ref FROM t
@@ -231,7 +249,7 @@ mod tests {
     }
 
     async fn observations(lake: &Lake) -> Vec<String> {
-        lines(lake, &observations_sql("stored")).await
+        lines(lake, &observations_sql("stored", true, false)).await
     }
 
     async fn compact(lake: &mut Lake) {
@@ -251,7 +269,7 @@ mod tests {
         assert_eq!(
             lines(&lake, stored).await,
             [
-                // Report rows: numbered in time order, with the head column's commit.
+                // Report rows: numbered by params and time, with the head column's commit.
                 "0 | NULL | 2024-01-01T00:00:00Z | k3 | a | y | NULL | NULL | NULL",
                 "0 | m | NULL | NULL | NULL | NULL | head | 7 | 9",
                 // A middle column keeps its own commit.
@@ -295,7 +313,7 @@ mod tests {
             &lake,
             &format!(
                 "SELECT report_key, metric, role FROM ({}) AS o",
-                observations_sql("stored")
+                observations_sql("stored", true, false)
             ),
         )
         .await;

@@ -193,7 +193,7 @@ fn compaction_order(format: Format) -> &'static [&'static str] {
     match format {
         Format::One => &["metric", "params", "time", "commit", "role", "report_key"],
         Format::Two => &["metric", "params", "time", "report_key", "role"],
-        // `report_ref` is in time order; the report rows (no metric) come last.
+        // `report_ref` is in time order within a series; the report rows (no metric) come last.
         Format::Three => &["metric", "params", "report_ref", "role"],
     }
 }
@@ -348,7 +348,7 @@ async fn sort_partition(
         // Format 2's rows again, numbered afresh with the rows appended since.
         ctx.register_table(STORED, provider).map_err(query)?;
         let rows = ctx
-            .sql(&report_rows::observations_sql(STORED))
+            .sql(&report_rows::observations_sql(STORED, true, false))
             .await
             .and_then(|rows| rows.filter(in_partition.clone()))
             .map_err(query)?;

@@ -7,11 +7,12 @@ use crate::error::QueryError;
 use crate::executor::DedicatedExecutor;
 use crate::materialized::Keeper;
 use crate::policy;
+use crate::referenced::Referenced;
 use crate::unpivot::Unpivot;
 use async_trait::async_trait;
 use datafusion::catalog::{SchemaProvider, TableProvider};
 use datafusion::dataframe::DataFrame;
-use datafusion::datasource::{MemTable, ViewTable};
+use datafusion::datasource::MemTable;
 use datafusion::error::DataFusionError;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
@@ -251,9 +252,7 @@ impl Engine {
             let observations = match name {
                 OBSERVATIONS => Some(Arc::clone(&provider)),
                 STORED_OBSERVATIONS => {
-                    let sql = lkplake_lake::report_rows::observations_sql(STORED_OBSERVATIONS);
-                    let plan = scratch.sql(&sql).await?.into_unoptimized_plan();
-                    let view: Arc<dyn TableProvider> = Arc::new(ViewTable::new(plan, Some(sql)));
+                    let view = Referenced::over(&scratch, STORED_OBSERVATIONS).await?;
                     scratch.register_table(OBSERVATIONS, Arc::clone(&view))?;
                     entries.insert(OBSERVATIONS.to_owned(), Arc::clone(&view));
                     Some(view)

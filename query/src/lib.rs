@@ -22,6 +22,7 @@ pub mod grouped;
 pub mod limit;
 pub mod materialized;
 pub mod policy;
+mod referenced;
 pub mod unpivot;
 
 pub use engine::{Engine, EngineConfig};

@@ -101,8 +101,8 @@ pub static OBSERVATIONS: LazyLock<SchemaRef> = LazyLock::new(|| {
 /// 2's rows with each report test's time, report key and commits stored once per partition.
 /// `lkplake compact` rewrites a partition into two kinds of rows, told apart by `metric`:
 /// - a report row (`metric` null) per report test: `report_ref`, a number unique in the
-///   partition, in the order of `time`, with its `time`, `report_key`, `base_commit` and, in
-///   `commit`, its head column's commit;
+///   partition, in the order of `params` then `time`, with its `time`, `params`, `report_key`,
+///   `base_commit` and, in `commit`, its head column's commit;
 /// - an observation row per table row, which names its report row by `report_ref` and leaves
 ///   `time`, `report_key` and `base_commit` null, and `commit` too unless it is a follow-up's
 ///   middle column.
