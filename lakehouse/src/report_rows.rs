@@ -38,8 +38,9 @@ fn select(select: impl Fn(&str) -> String) -> String {
 /// A SELECT over format-3 rows in `stored` that answers format 2's rows (`OBSERVATIONS`'
 /// columns): the rows a transformer appended since the last compaction as they are (unless
 /// `appended` says there are none: a scan less to plan), and each compacted observation row
-/// with its report row's columns. A filter on the time, key or commits reaches the report
-/// rows' scan; one on the metric or params, the observation rows'. Joined `by_params` too
+/// with its report row's columns. A filter on the time, key or base commit reaches the report
+/// rows' scan; one on the metric or params, the observation rows'; one on `commit`, which
+/// comes from either side, is applied after the join. Joined `by_params` too
 /// (a report row holds its tests' params), a filter on params reaches both: a query of one
 /// series then reads that series' report rows, not its partition's.
 pub fn observations_sql(stored: &str, appended: bool, by_params: bool) -> String {

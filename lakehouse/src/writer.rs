@@ -351,7 +351,12 @@ async fn sort_partition(
             .sql(&report_rows::observations_sql(STORED, true, false))
             .await
             .and_then(|rows| rows.filter(in_partition.clone()))
+            .map_err(query)?
+            .collect()
+            .await
             .map_err(query)?;
+        // Read once: the numbering's SQL reads its input more than once.
+        let rows = ctx.read_batches(rows).map_err(query)?;
         report_rows::reference(&ctx, rows).await.map_err(query)?
     } else {
         ctx.read_table(provider)
@@ -813,6 +818,9 @@ impl Lake {
     /// sorted on its own, and a series would then be spread over every page of the result; sorted,
     /// the Parquet page index narrows a one-series query to the few pages holding it. The other
     /// tables are small per report and only bin-packed. `resort` rewrites single-file partitions too.
+    /// In format 3 a partition is also rewritten when a file of it holds rows a transformer
+    /// appended, and is written numbered by report test, in `report_ref` order within a series
+    /// ([`crate::report_rows`]).
     pub async fn compact(&mut self, resort: bool) -> Result<CompactSummary, LakeError> {
         let mut summary = CompactSummary::default();
         let appended = match self.format {

@@ -38,11 +38,13 @@ TABLES = ["metrics", "reports", "failures"]
 # report's time, key and commits from the report row (no metric) of its partition and number, a
 # row appended since has its own.
 DUCKDB_OBSERVATIONS_V3 = """
-SELECT coalesce(o.time, r.time) AS time, o.testcase, o.machine, o.params, o.metric,
+SELECT coalesce(o.time, r.time) AS time, o.testcase, o.machine, o.params, o.metric, o.program,
     coalesce(o.report_key, r.report_key) AS report_key,
     coalesce(o.base_commit, r.base_commit) AS base_commit,
     CASE WHEN o.report_ref IS NOT NULL AND o.role = 'head' THEN r.commit ELSE o.commit END AS commit,
-    o.role, o.base_mantissa, o.base_scale, o.base_float, o.head_mantissa, o.head_scale, o.head_float
+    o.role, o.base_mantissa, o.base_scale, o.base_float, o.base_stddev_pct, o.base_change,
+    o.head_mantissa, o.head_scale, o.head_float, o.head_stddev_pct, o.change,
+    o.change_unit, o.direction, o.is_headline, o.grouped
 FROM stored AS o LEFT JOIN stored AS r
     ON r.metric IS NULL AND r.testcase = o.testcase AND r.machine = o.machine AND r.report_ref = o.report_ref
 WHERE o.metric IS NOT NULL
