@@ -22,7 +22,6 @@ use crate::writer::{
 };
 use crate::{Lake, LakeError, report_rows};
 use deltalake::arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int8Array, Int64Array};
-use deltalake::arrow::compute::cast;
 use deltalake::arrow::datatypes::{DataType, Float64Type};
 use deltalake::arrow::record_batch::RecordBatch;
 use deltalake::datafusion::catalog::TableProvider;
@@ -37,9 +36,7 @@ use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::writer::{DeltaWriter as _, RecordBatchWriter};
 use deltalake::{DeltaTable, DeltaTableError};
 use lkplake_schemas::decimal::Decimal;
-use lkplake_schemas::tables::{
-    FORMAT_3_OBSERVATIONS, METRICS_TABLE, OBSERVATIONS, PARTITION_COLUMNS,
-};
+use lkplake_schemas::tables::{FORMAT_3_OBSERVATIONS, METRICS_TABLE, PARTITION_COLUMNS};
 use std::sync::Arc;
 
 /// What an upgrade did.
@@ -56,7 +53,7 @@ pub struct UpgradeSummary {
 }
 
 /// One partition's format-1 rows (`v1`, filtered to the partition) as format-2 rows, in
-/// `OBSERVATIONS`' columns and compaction order.
+/// `OBSERVATIONS`' columns (numbering them sorts them: [`report_rows::reference`]).
 const PAIR_ROWS: &str = "
 WITH m AS (
     SELECT *,
@@ -106,7 +103,6 @@ FULL JOIN o
     AND b.metric = o.metric
     AND b.is_headline = o.is_headline
     AND b.nth = o.nth
-ORDER BY metric, params, time, report_key, role
 ";
 
 /// The part of a value format 2 stores: its decimal's mantissa, its scale, or the float itself
@@ -187,14 +183,12 @@ async fn pair_partition(
     // Registered again for each partition: `v1` is the one being paired.
     ctx.deregister_table("v1").map_err(query)?;
     ctx.register_table("v1", rows.into_view()).map_err(query)?;
-    let batches = ctx
-        .sql(PAIR_ROWS)
+    ctx.sql(PAIR_ROWS)
         .await
         .map_err(query)?
         .collect()
         .await
-        .map_err(query)?;
-    batches.iter().map(|b| conform(b).map_err(query)).collect()
+        .map_err(query)
 }
 
 /// How many metric rows (format 1's) a batch of format-2 rows holds: a base where there is a
@@ -224,17 +218,6 @@ async fn delete_written(table: &DeltaTable, paths: &[String]) {
             tracing::warn!(path, "an uncommitted file of the upgrade is left: {e}");
         }
     }
-}
-
-/// `batch` in `OBSERVATIONS`' exact types (the query answers string views).
-fn conform(batch: &RecordBatch) -> Result<RecordBatch, DataFusionError> {
-    let columns = OBSERVATIONS
-        .fields()
-        .iter()
-        .zip(batch.columns())
-        .map(|(field, column)| cast(column, field.data_type()))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(RecordBatch::try_new(OBSERVATIONS.clone(), columns)?)
 }
 
 impl Lake {

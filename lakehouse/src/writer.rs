@@ -255,7 +255,7 @@ pub(crate) fn metrics_sorted_writer_properties(format: Format) -> WriterProperti
         .build()
 }
 
-/// The SQL name compaction and upgrade give format 3's stored rows.
+/// The SQL name compaction gives format 3's stored rows.
 const STORED: &str = "lkplake_stored_observations";
 
 /// A `metrics` partition: (testcase, machine).
@@ -301,7 +301,7 @@ fn unnumbered_partitions(table: &DeltaTable) -> Result<HashSet<Partition>, LakeE
         .snapshot()
         .map_err(delta)?
         .add_actions_table(true)
-        .map_err(LakeError::delta(METRICS_TABLE))?;
+        .map_err(delta)?;
     let column = |name: &str| {
         actions
             .column_by_name(name)
