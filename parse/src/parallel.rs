@@ -91,21 +91,29 @@ fn parse_input_within(
         }
         let stop = &stop;
         let reader = scope.spawn(move || read(input, limit, stop, &work_tx, &order_tx));
+        let mut broke = false;
         for batch in order_rx {
             // A batch whose worker is gone (the channel closed) ends the delivery; the reader
             // then stops too.
             let Ok(outcomes) = batch.recv() else { break };
             if outcomes.into_iter().any(|outcome| each(outcome).is_break()) {
                 stop.store(true, Ordering::Relaxed);
+                broke = true;
                 break;
             }
         }
         // The reader's own result; a panic in it is not caught here, the caller's thread
         // carries it on.
-        match reader.join() {
+        let mut read = match reader.join() {
             Ok(read) => read,
             Err(panic) => std::panic::resume_unwind(panic),
+        };
+        // Stopped by the caller even when the reader had read the whole input by then (its
+        // batches wait in the channels): what it read after the break is not delivered.
+        if let Ok(read) = &mut read {
+            read.stopped |= broke;
         }
+        read
     })
 }
 
