@@ -35,15 +35,32 @@ fn select(select: impl Fn(&str) -> String) -> String {
         .join(", ")
 }
 
+/// A SELECT of the report rows in `stored`: each compacted report test's partition, number,
+/// params and the columns it holds for the test's observation rows (the head commit as
+/// `commit`).
+pub fn report_rows_sql(stored: &str) -> String {
+    let columns = PER_REPORT.join(", ");
+    format!(
+        "SELECT testcase, machine, params, report_ref, {columns}, commit FROM {stored} \
+         WHERE metric IS NULL AND report_ref IS NOT NULL"
+    )
+}
+
 /// A SELECT over format-3 rows in `stored` that answers format 2's rows (`OBSERVATIONS`'
 /// columns): the rows a transformer appended since the last compaction as they are (unless
 /// `appended` says there are none: a scan less to plan), and each compacted observation row
-/// with its report row's columns. A filter on the time, key or base commit reaches the report
-/// rows' scan; one on the metric or params, the observation rows'; one on `commit`, which
+/// with its report row's columns, read from `reports` (a table of [`report_rows_sql`]'s rows)
+/// or, without one, from `stored`. A filter on the time, key or base commit reaches the report
+/// rows; one on the metric or params, the observation rows' scan; one on `commit`, which
 /// comes from either side, is applied after the join. Joined `by_params` too
 /// (a report row holds its tests' params), a filter on params reaches both: a query of one
 /// series then reads that series' report rows, not its partition's.
-pub fn observations_sql(stored: &str, appended: bool, by_params: bool) -> String {
+pub fn observations_sql(
+    stored: &str,
+    reports: Option<&str>,
+    appended: bool,
+    by_params: bool,
+) -> String {
     let referenced = select(|c| match c {
         _ if PER_REPORT.contains(&c) => format!("r.{c}"),
         "commit" => "CASE WHEN o.role = 'head' THEN r.commit ELSE o.commit END AS commit".into(),
@@ -54,10 +71,11 @@ pub fn observations_sql(stored: &str, appended: bool, by_params: bool) -> String
     } else {
         ""
     };
+    let reports = reports.map_or_else(|| format!("({})", report_rows_sql(stored)), str::to_owned);
     let numbered = format!(
-        "SELECT {referenced} FROM {stored} AS r JOIN {stored} AS o \
+        "SELECT {referenced} FROM {reports} AS r JOIN {stored} AS o \
          ON r.testcase = o.testcase AND r.machine = o.machine AND r.report_ref = o.report_ref{params} \
-         WHERE r.metric IS NULL AND r.report_ref IS NOT NULL AND o.metric IS NOT NULL"
+         WHERE o.metric IS NOT NULL"
     );
     if !appended {
         return numbered;
@@ -250,7 +268,7 @@ mod tests {
     }
 
     async fn observations(lake: &Lake) -> Vec<String> {
-        lines(lake, &observations_sql("stored", true, false)).await
+        lines(lake, &observations_sql("stored", None, true, false)).await
     }
 
     async fn compact(lake: &mut Lake) {
@@ -314,7 +332,7 @@ mod tests {
             &lake,
             &format!(
                 "SELECT report_key, metric, role FROM ({}) AS o",
-                observations_sql("stored", true, false)
+                observations_sql("stored", None, true, false)
             ),
         )
         .await;

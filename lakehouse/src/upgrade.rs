@@ -381,7 +381,7 @@ mod tests {
         ctx.register_table("stored", provider)
             .unwrap_or_else(|e| panic!("{e}"));
         let batches = ctx
-            .sql(&report_rows::observations_sql("stored", true, false))
+            .sql(&report_rows::observations_sql("stored", None, true, false))
             .await
             .and_then(|t| {
                 t.select_columns(&[

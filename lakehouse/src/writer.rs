@@ -348,7 +348,7 @@ async fn sort_partition(
         // Format 2's rows again, numbered afresh with the rows appended since.
         ctx.register_table(STORED, provider).map_err(query)?;
         let rows = ctx
-            .sql(&report_rows::observations_sql(STORED, true, false))
+            .sql(&report_rows::observations_sql(STORED, None, true, false))
             .await
             .and_then(|rows| rows.filter(in_partition.clone()))
             .map_err(query)?

@@ -252,7 +252,7 @@ impl Engine {
             let observations = match name {
                 OBSERVATIONS => Some(Arc::clone(&provider)),
                 STORED_OBSERVATIONS => {
-                    let view = Referenced::over(&scratch, STORED_OBSERVATIONS).await?;
+                    let view = Referenced::over(&scratch, STORED_OBSERVATIONS, &mut keeper).await?;
                     scratch.register_table(OBSERVATIONS, Arc::clone(&view))?;
                     entries.insert(OBSERVATIONS.to_owned(), Arc::clone(&view));
                     Some(view)

@@ -41,8 +41,10 @@ pub const MATERIALIZED_VIEWS: [&str; 3] = ["headlines", "discussion", "regressio
 
 /// The tables kept per lake version, as the views are: `reports`, one row per report test,
 /// which every dashboard reads on every refresh (its variables' `DISTINCT` lists, per-day report
-/// counts, the series explorer's join) and which a scan reads from every partition's files.
-pub const KEPT_TABLES: [&str; 1] = ["reports"];
+/// counts, the series explorer's join) and which a scan reads from every partition's files; and
+/// a format-3 lake's report rows, which every query of `metrics` joins
+/// (`lkplake_report_rows`, not served).
+pub const KEPT_TABLES: [&str; 2] = ["reports", crate::referenced::REPORT_ROWS];
 
 /// The most memory one view's or table's rows may take (Arrow buffers) to be kept.
 pub const MAX_BYTES: usize = 256 << 20;
@@ -104,6 +106,17 @@ impl Materialized {
 
     fn rows(&self) -> Option<&Arc<MemTable>> {
         self.kept.get()?.as_ref().map(|kept| &kept.rows)
+    }
+
+    /// Counts a query that reads the view (when the planner inlines it) or the table (when its
+    /// scan is planned, which a view planned into another's definition is too). The second
+    /// query of an armed view or table starts the computation: a version replaced before it is
+    /// asked twice (a lake being written while one dashboard polls it) is never computed
+    /// twice over.
+    fn ask(&self) {
+        if self.armed.load(Ordering::SeqCst) && self.asked.fetch_add(1, Ordering::SeqCst) >= 1 {
+            self.start();
+        }
     }
 
     /// Starts computing the rows, once (without a runtime to run on, never: the view is then
@@ -245,19 +258,16 @@ impl TableProvider for Materialized {
     }
 
     /// The view's definition, inlined into the query by the planner, until the rows are kept;
-    /// then none, and the query scans the kept rows. A table has none either way; the planner
-    /// asks all the same for every scan it builds, which is what counts a table's queries. The
-    /// second query of an armed view or table starts the computation: a version replaced before
-    /// it is asked twice (a lake being written while one dashboard polls it) is never computed
-    /// twice over.
+    /// then none, and the query scans the kept rows. A table has none either way.
     fn get_logical_plan(&self) -> Option<Cow<'_, LogicalPlan>> {
         if self.rows().is_some() {
             return None;
         }
-        if self.armed.load(Ordering::SeqCst) && self.asked.fetch_add(1, Ordering::SeqCst) >= 1 {
-            self.start();
+        let plan = self.view.get_logical_plan();
+        if plan.is_some() {
+            self.ask();
         }
-        self.view.get_logical_plan()
+        plan
     }
 
     /// The wrapped table's answer, never `Exact`: the filters a table takes prune its files
@@ -289,10 +299,13 @@ impl TableProvider for Materialized {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        match self.rows() {
-            Some(rows) => rows.scan(state, projection, filters, limit).await,
-            None => self.view.scan(state, projection, filters, limit).await,
+        if let Some(rows) = self.rows() {
+            return rows.scan(state, projection, filters, limit).await;
         }
+        if self.view.get_logical_plan().is_none() {
+            self.ask();
+        }
+        self.view.scan(state, projection, filters, limit).await
     }
 }
 

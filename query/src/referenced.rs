@@ -8,6 +8,7 @@
 //! [`Referenced`] plans the view with the report rows collected once and every observation
 //! row probing them where it was read.
 
+use crate::materialized::Keeper;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
@@ -30,14 +31,28 @@ pub(crate) struct Referenced {
     by_params: ViewTable,
 }
 
+/// The name the report rows of a format-3 lake are registered under, for the join: not served,
+/// but kept per lake version by a server ([`crate::materialized::KEPT_TABLES`]), so that its
+/// queries build the join from memory instead of scanning the report rows' pages again. A
+/// one-series query then reads one scan of the lake's files instead of two, one after the
+/// other (the join reads its build side before it opens its probe side).
+pub(crate) const REPORT_ROWS: &str = "lkplake_report_rows";
+
 impl Referenced {
-    /// `observations` over `stored`, a format-3 lake's `metrics` registered in `tables`. The
-    /// rows a transformer appended since the last compaction are read only if the version
-    /// holds some: a lake compacted since its last append plans one scan less.
+    /// `observations` over `stored`, a format-3 lake's `metrics` registered in `tables`, with
+    /// its report rows registered there as [`REPORT_ROWS`], wrapped by `keeper`. The rows a
+    /// transformer appended since the last compaction are read only if the version holds some:
+    /// a lake compacted since its last append plans one scan less.
     pub(crate) async fn over(
         tables: &SessionContext,
         stored: &str,
+        keeper: &mut Keeper,
     ) -> Result<Arc<dyn TableProvider>> {
+        let sql = lkplake_lake::report_rows::report_rows_sql(stored);
+        let plan = tables.sql(&sql).await?.into_unoptimized_plan();
+        let reports: Arc<dyn TableProvider> = Arc::new(Planned(ViewTable::new(plan, Some(sql))));
+        let reports = keeper.wrap(REPORT_ROWS, &reports).unwrap_or(reports);
+        tables.register_table(REPORT_ROWS, reports)?;
         let probe = format!("SELECT 1 FROM {stored} WHERE report_ref IS NULL LIMIT 1");
         // A table that cannot be read counts as holding some: the error then reaches the query.
         let appended = match tables.sql(&probe).await?.collect().await {
@@ -45,7 +60,12 @@ impl Referenced {
             Err(_) => true,
         };
         let view = |by_params| async move {
-            let sql = lkplake_lake::report_rows::observations_sql(stored, appended, by_params);
+            let sql = lkplake_lake::report_rows::observations_sql(
+                stored,
+                Some(REPORT_ROWS),
+                appended,
+                by_params,
+            );
             let plan = tables.sql(&sql).await?.into_unoptimized_plan();
             Ok::<_, DataFusionError>(ViewTable::new(plan, Some(sql)))
         };
@@ -103,5 +123,115 @@ impl TableProvider for Referenced {
             .optimizer
             .repartition_joins = false;
         view.scan(&session, projection, filters, limit).await
+    }
+}
+
+/// A view that the planner cannot inline into the queries planned over it: its scan is planned
+/// with each query instead, so that the provider wrapping it ([`crate::materialized`]) can hand
+/// over kept rows once it has them. `observations` is planned once per lake version, and an
+/// inlined definition would stay in it for good.
+#[derive(Debug)]
+struct Planned(ViewTable);
+
+#[async_trait]
+impl TableProvider for Planned {
+    fn schema(&self) -> SchemaRef {
+        self.0.schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        self.0.supports_filters_pushdown(filters)
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.0.scan(state, projection, filters, limit).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::unpivot::tests::{ROWS, lake_of, rows};
+    use crate::{Engine, EngineConfig};
+    use lkplake_lake::{Format, LakeUrl};
+
+    /// A server's engine over a format-3 lake of `ROWS`, compacted: two report rows (k1 of
+    /// boot on m1, k2 of vm-scalability on m2), each in its own partition.
+    async fn served() -> (tempfile::TempDir, Engine) {
+        let (dir, mut lake) = lake_of(ROWS, Format::Three).await;
+        lake.compact(false).await.unwrap_or_else(|e| panic!("{e}"));
+        let config = EngineConfig {
+            keep_views: true,
+            ..EngineConfig::default()
+        };
+        let url = LakeUrl::local(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let engine = Engine::open(&url, &config)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        (dir, engine)
+    }
+
+    /// The Parquet scans of `sql`'s plan.
+    async fn file_scans(engine: &Engine, sql: &str) -> usize {
+        rows(engine, &format!("EXPLAIN {sql}"))
+            .await
+            .matches("file_type=parquet")
+            .count()
+    }
+
+    #[tokio::test]
+    async fn a_server_joins_the_report_rows_it_keeps_and_answers_as_from_the_files() {
+        let (_dir, engine) = served().await;
+        let all = "SELECT time, testcase, report_key, base_commit, commit, role, metric \
+                   FROM observations ORDER BY testcase, role";
+        let one_series = "SELECT report_key, commit, head_mantissa FROM observations \
+                          WHERE params = 'size=1T' AND metric = 'vm-scalability.throughput'";
+        // ROWS: k1's head and middle column keep their commits; the report rows give back
+        // each row's time, key and base commit.
+        let expected_all = [
+            "+----------------------+----------------+------------+-------------+------------+------+---------------------------+",
+            "| time                 | testcase       | report_key | base_commit | commit     | role | metric                    |",
+            "+----------------------+----------------+------------+-------------+------------+------+---------------------------+",
+            "| 2024-03-01T00:00:00Z | boot           | k1         | 94b7e5bf09  | 98c9daf5ae | c1   | uptime.boot               |",
+            "| 2024-03-01T00:00:00Z | boot           | k1         | 94b7e5bf09  | 981204d280 | head | uptime.boot               |",
+            "| 2024-04-02T00:00:00Z | vm-scalability | k2         | aaaaaaaaaa  | bbbbbbbbbb | head | vm-scalability.throughput |",
+            "+----------------------+----------------+------------+-------------+------------+------+---------------------------+",
+        ]
+        .join("\n");
+        let expected_series = [
+            "+------------+------------+---------------+",
+            "| report_key | commit     | head_mantissa |",
+            "+------------+------------+---------------+",
+            "| k2         | bbbbbbbbbb | 21446         |",
+            "+------------+------------+---------------+",
+        ]
+        .join("\n");
+        // Read from the files: the report rows' scan, then the observation rows'.
+        assert_eq!(file_scans(&engine, all).await, 2);
+        assert_eq!(rows(&engine, all).await, expected_all);
+        assert_eq!(rows(&engine, one_series).await, expected_series);
+        let mut scans = 2;
+        for _ in 0..500 {
+            scans = file_scans(&engine, all).await;
+            if scans == 1 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(scans, 1, "the report rows are read from memory once kept");
+        assert_eq!(rows(&engine, all).await, expected_all);
+        assert_eq!(rows(&engine, one_series).await, expected_series);
     }
 }

@@ -467,7 +467,9 @@ pub(crate) mod tests {
     use arrow::array::RecordBatch;
     use arrow::util::pretty::pretty_format_batches;
     use lkplake_lake::{Batches, Format, Lake, LakeUrl};
-    use lkplake_schemas::tables::{FAILURES, LINKS, MENTIONS, OBSERVATIONS, REPORTS};
+    use lkplake_schemas::tables::{
+        FAILURES, FORMAT_3_OBSERVATIONS, LINKS, MENTIONS, OBSERVATIONS, REPORTS,
+    };
     use std::sync::Arc;
 
     /// Rows of the uptime.boot table of `<Zp8mqTnJN7VJZ/C/@xsang-OptiPlex-9020>` (base 76.42,
@@ -513,12 +515,31 @@ pub(crate) mod tests {
 
     /// An engine over a format-2 lake of `rows` (JSON lines of `observations`).
     pub(crate) async fn engine_over(rows: &str) -> (tempfile::TempDir, Engine) {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let (dir, _lake) = lake_of(rows, Format::Two).await;
+        let config = EngineConfig {
+            query_threads: Some(0),
+            ..EngineConfig::default()
+        };
         let url = LakeUrl::local(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        let mut lake = Lake::open_in(&url, Format::Two)
+        let engine = Engine::open(&url, &config)
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        let metrics = arrow::json::ReaderBuilder::new(Arc::clone(&OBSERVATIONS))
+        (dir, engine)
+    }
+
+    /// A lake in `format` (2 or 3) whose `metrics` a transformer wrote `rows` (JSON lines of
+    /// format 2's `observations`) into, in one commit.
+    pub(crate) async fn lake_of(rows: &str, format: Format) -> (tempfile::TempDir, Lake) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let url = LakeUrl::local(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let mut lake = Lake::open_in(&url, format)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let schema = match format {
+            Format::Three => &FORMAT_3_OBSERVATIONS,
+            _ => &OBSERVATIONS,
+        };
+        let metrics = arrow::json::ReaderBuilder::new(Arc::clone(schema))
             .build(rows.as_bytes())
             .and_then(|mut reader| reader.next().transpose())
             .unwrap_or_else(|e| panic!("{e}"))
@@ -533,14 +554,7 @@ pub(crate) mod tests {
         lake.commit(batches, &[])
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        let config = EngineConfig {
-            query_threads: Some(0),
-            ..EngineConfig::default()
-        };
-        let engine = Engine::open(&url, &config)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        (dir, engine)
+        (dir, lake)
     }
 
     pub(crate) async fn rows(engine: &Engine, sql: &str) -> String {
