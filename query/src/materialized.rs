@@ -72,6 +72,11 @@ pub struct Materialized {
     armed: AtomicBool,
     /// Queries that asked for the view or table since it was armed.
     asked: AtomicUsize,
+    /// Whether the planner inlines the view's definition into each query until the rows are
+    /// kept: the views of [`MATERIALIZED_VIEWS`]. What [`KEPT_TABLES`] names is scanned
+    /// instead, a view among them too: a format-3 lake's report rows are planned into
+    /// `observations` once per version, where an inlined definition would stay for good.
+    inlined: bool,
 }
 
 impl Materialized {
@@ -89,6 +94,7 @@ impl Materialized {
             computing: Mutex::new(None),
             armed: AtomicBool::new(false),
             asked: AtomicUsize::new(0),
+            inlined: !KEPT_TABLES.contains(&name),
         })
     }
 
@@ -109,7 +115,7 @@ impl Materialized {
     }
 
     /// Counts a query that reads the view (when the planner inlines it) or the table (when its
-    /// scan is planned, which a view planned into another's definition is too). The second
+    /// scan is planned). The second
     /// query of an armed view or table starts the computation: a version replaced before it is
     /// asked twice (a lake being written while one dashboard polls it) is never computed
     /// twice over.
@@ -258,16 +264,13 @@ impl TableProvider for Materialized {
     }
 
     /// The view's definition, inlined into the query by the planner, until the rows are kept;
-    /// then none, and the query scans the kept rows. A table has none either way.
+    /// then none, and the query scans the kept rows. What is not inlined has none either way.
     fn get_logical_plan(&self) -> Option<Cow<'_, LogicalPlan>> {
-        if self.rows().is_some() {
+        if !self.inlined || self.rows().is_some() {
             return None;
         }
-        let plan = self.view.get_logical_plan();
-        if plan.is_some() {
-            self.ask();
-        }
-        plan
+        self.ask();
+        self.view.get_logical_plan()
     }
 
     /// The wrapped table's answer, never `Exact`: the filters a table takes prune its files
@@ -302,7 +305,7 @@ impl TableProvider for Materialized {
         if let Some(rows) = self.rows() {
             return rows.scan(state, projection, filters, limit).await;
         }
-        if self.view.get_logical_plan().is_none() {
+        if !self.inlined {
             self.ask();
         }
         self.view.scan(state, projection, filters, limit).await

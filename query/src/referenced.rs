@@ -50,7 +50,7 @@ impl Referenced {
     ) -> Result<Arc<dyn TableProvider>> {
         let sql = lkplake_lake::report_rows::report_rows_sql(stored);
         let plan = tables.sql(&sql).await?.into_unoptimized_plan();
-        let reports: Arc<dyn TableProvider> = Arc::new(Planned(ViewTable::new(plan, Some(sql))));
+        let reports: Arc<dyn TableProvider> = Arc::new(ViewTable::new(plan, Some(sql)));
         let reports = keeper.wrap(REPORT_ROWS, &reports).unwrap_or(reports);
         tables.register_table(REPORT_ROWS, reports)?;
         let probe = format!("SELECT 1 FROM {stored} WHERE report_ref IS NULL LIMIT 1");
@@ -123,41 +123,6 @@ impl TableProvider for Referenced {
             .optimizer
             .repartition_joins = false;
         view.scan(&session, projection, filters, limit).await
-    }
-}
-
-/// A view that the planner cannot inline into the queries planned over it: its scan is planned
-/// with each query instead, so that the provider wrapping it ([`crate::materialized`]) can hand
-/// over kept rows once it has them. `observations` is planned once per lake version, and an
-/// inlined definition would stay in it for good.
-#[derive(Debug)]
-struct Planned(ViewTable);
-
-#[async_trait]
-impl TableProvider for Planned {
-    fn schema(&self) -> SchemaRef {
-        self.0.schema()
-    }
-
-    fn table_type(&self) -> TableType {
-        TableType::View
-    }
-
-    fn supports_filters_pushdown(
-        &self,
-        filters: &[&Expr],
-    ) -> Result<Vec<TableProviderFilterPushDown>> {
-        self.0.supports_filters_pushdown(filters)
-    }
-
-    async fn scan(
-        &self,
-        state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        filters: &[Expr],
-        limit: Option<usize>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        self.0.scan(state, projection, filters, limit).await
     }
 }
 
